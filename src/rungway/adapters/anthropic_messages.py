@@ -1,0 +1,202 @@
+"""The Anthropic Messages upstream family: API keys and Claude plan (OAuth) logins.
+
+A plan login authenticates with `Authorization: Bearer` and needs the `oauth-2025-04-20`
+beta flag; an API key uses `x-api-key`. The client's own identity headers (user agent,
+`x-app`, `anthropic-beta`, `x-stainless-*`) are passed through as sent and never invented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from rungway.adapters.base import (
+    Connection,
+    EventKind,
+    UpstreamRequest,
+    Usage,
+    retry_after_seconds,
+    with_model,
+)
+from rungway.config import Auth
+from rungway.protocol.anthropic_messages import PREAMBLE_EVENTS
+from rungway.protocol.api import Api
+from rungway.protocol.failures import Failure, FailureClass
+from rungway.protocol.sse import SseEvent
+
+API_VERSION = "2023-06-01"
+OAUTH_BETA = "oauth-2025-04-20"
+_FORWARDED_CLIENT_HEADERS = (
+    "anthropic-beta",
+    "anthropic-version",
+    "anthropic-dangerous-direct-browser-access",
+    "user-agent",
+    "x-app",
+    "x-stainless-",
+    "x-claude-code-",
+)
+_STREAM_ERRORS = {
+    "overloaded_error": FailureClass.OVERLOADED,
+    "rate_limit_error": FailureClass.RATE_LIMITED,
+    "api_error": FailureClass.SERVER,
+    "billing_error": FailureClass.BILLING,
+}
+
+
+class AnthropicMessagesAdapter:
+    """Messages against an Anthropic-compatible base URL (without `/v1`)."""
+
+    api = Api.ANTHROPIC_MESSAGES
+
+    def build_request(
+        self,
+        connection: Connection,
+        *,
+        body: dict[str, Any],
+        raw_body: bytes,
+        upstream_model: str,
+        client_headers: Mapping[str, str],
+        query: str,
+    ) -> UpstreamRequest:
+        """POST {base_url}/v1/messages, keeping the client's `?beta=true`."""
+        suffix = "?beta=true" if "beta=true" in query else ""
+        return UpstreamRequest(
+            url=f"{connection.base_url}/v1/messages{suffix}",
+            headers=_headers(connection, client_headers),
+            body=with_model(body, raw_body, upstream_model),
+        )
+
+    def count_tokens_request(
+        self,
+        connection: Connection,
+        *,
+        raw_body: bytes,
+        body: dict[str, Any],
+        upstream_model: str,
+        client_headers: Mapping[str, str],
+    ) -> UpstreamRequest | None:
+        """POST {base_url}/v1/messages/count_tokens."""
+        return UpstreamRequest(
+            url=f"{connection.base_url}/v1/messages/count_tokens",
+            headers=_headers(connection, client_headers),
+            body=with_model(body, raw_body, upstream_model),
+        )
+
+    def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
+        """Map an Anthropic error response (and its quota headers) to a failure class."""
+        error = _error_object(body)
+        message = str(error.get("message") or f"HTTP {status}")
+        kind = str(error.get("type") or "")
+        retry_after = retry_after_seconds(headers)
+
+        def failure(cls: FailureClass, wait: float | None = None) -> Failure:
+            return Failure(cls, message, status=status, retry_after_s=wait, body=body)
+
+        if status == 429:
+            details = error.get("details")
+            if isinstance(details, dict) and details.get("error_code") == (
+                "enforced_spend_limit_reached"
+            ):
+                return failure(FailureClass.BILLING)
+            if headers.get("anthropic-ratelimit-unified-status") == "rejected":
+                return failure(FailureClass.QUOTA_EXHAUSTED, retry_after)
+            return failure(FailureClass.RATE_LIMITED, retry_after)
+        if status == 402 or kind == "billing_error" or "credit balance" in message.lower():
+            return failure(FailureClass.BILLING)
+        if status in (401, 403):
+            return failure(FailureClass.AUTH)
+        if status == 404:
+            return failure(FailureClass.MODEL_UNAVAILABLE)
+        if status in (503, 529) or kind == "overloaded_error":
+            return failure(FailureClass.OVERLOADED, retry_after)
+        if status >= 500:
+            return failure(FailureClass.SERVER, retry_after)
+        if "prompt is too long" in message.lower():
+            return failure(FailureClass.CONTEXT_TOO_LONG)
+        return failure(FailureClass.BAD_REQUEST)
+
+    def read_usage(self, response: dict[str, Any]) -> Usage:
+        """Usage of a complete `message`."""
+        return _usage(response.get("usage"), Usage())
+
+    def watch_stream(self, *, strip_usage_chunk: bool) -> AnthropicMessagesWatcher:
+        """A watcher for one Messages event stream."""
+        return AnthropicMessagesWatcher()
+
+
+class AnthropicMessagesWatcher:
+    """Tracks one Messages stream: preamble, cumulative usage, in-stream errors."""
+
+    __slots__ = ("failure", "finished", "usage")
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.failure: Failure | None = None
+        self.finished = False
+
+    def see(self, event: SseEvent) -> EventKind:
+        """Classify one named event."""
+        name = event.event
+        if name == "message_start":
+            message = orjson.loads(event.data).get("message") or {}
+            self.usage = _usage(message.get("usage"), self.usage)
+        elif name == "message_delta":
+            # message_delta usage is cumulative: it replaces, never adds to, what came before.
+            self.usage = _usage(orjson.loads(event.data).get("usage"), self.usage)
+        elif name == "error":
+            error = orjson.loads(event.data).get("error") or {}
+            kind = _STREAM_ERRORS.get(str(error.get("type")), FailureClass.SERVER)
+            self.failure = Failure(kind, str(error.get("message") or "upstream stream error"))
+            return EventKind.ERROR
+        elif name == "message_stop":
+            self.finished = True
+        return EventKind.PREAMBLE if name in PREAMBLE_EVENTS else EventKind.CONTENT
+
+
+def _headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
+    headers = {
+        name: value
+        for name, value in client_headers.items()
+        if name.startswith(_FORWARDED_CLIENT_HEADERS)
+    }
+    headers["content-type"] = "application/json"
+    headers.setdefault("anthropic-version", API_VERSION)
+    secret = connection.secret.get_secret_value() if connection.secret is not None else None
+    if connection.auth is Auth.OAUTH:
+        betas = [beta.strip() for beta in headers.get("anthropic-beta", "").split(",") if beta]
+        if OAUTH_BETA not in betas:
+            betas.append(OAUTH_BETA)
+        headers["anthropic-beta"] = ",".join(betas)
+        if secret is not None:
+            headers["authorization"] = f"Bearer {secret}"
+    elif secret is not None:
+        headers["x-api-key"] = secret
+    return headers
+
+
+def _error_object(body: bytes) -> dict[str, Any]:
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _usage(raw: object, previous: Usage) -> Usage:
+    if not isinstance(raw, dict):
+        return previous
+
+    def pick(key: str, old: int) -> int:
+        value = raw.get(key)
+        return int(value) if isinstance(value, int) else old
+
+    return Usage(
+        input_tokens=pick("input_tokens", previous.input_tokens),
+        output_tokens=pick("output_tokens", previous.output_tokens),
+        cache_read_tokens=pick("cache_read_input_tokens", previous.cache_read_tokens),
+        cache_write_tokens=pick("cache_creation_input_tokens", previous.cache_write_tokens),
+        reasoning_tokens=previous.reasoning_tokens,
+    )

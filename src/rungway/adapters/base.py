@@ -1,0 +1,152 @@
+"""The adapter contract: what the engine asks of each upstream API family.
+
+An adapter builds the upstream request, reads usage from the response, watches a stream
+event by event, and classifies every failure once, into `FailureClass`. It does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+import orjson
+from pydantic import SecretStr
+
+from rungway.config import Auth
+from rungway.protocol.api import Api
+from rungway.protocol.failures import Failure
+from rungway.protocol.sse import SseEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """A configured connection, ready to use: its credential is read and its URL resolved."""
+
+    id: str
+    provider: str
+    auth: Auth
+    secret: SecretStr | None
+    base_url: str
+    models: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRequest:
+    """An HTTP request ready to send upstream."""
+
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    strip_usage_chunk: bool = False
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts of one response. `input_tokens` excludes cache reads and writes."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class EventKind(Enum):
+    """What one stream event means to the dispatcher."""
+
+    PREAMBLE = "preamble"
+    """Carries no content yet; may be held back while fall-through is still possible."""
+    CONTENT = "content"
+    """Content (or the end of the stream); from here on the stream belongs to the client."""
+    ERROR = "error"
+    """An error inside a 200 stream; the watcher's `failure` says which."""
+    DROP = "drop"
+    """Forward nothing: an event the gateway added for itself (the injected usage chunk)."""
+
+
+class StreamWatcher(Protocol):
+    """Sees each event of one upstream stream as it passes through the gateway."""
+
+    usage: Usage
+    failure: Failure | None
+    finished: bool
+    """True once the stream's own terminator (`[DONE]`, `message_stop`, ...) has passed."""
+
+    def see(self, event: SseEvent) -> EventKind:
+        """Classify `event`, noting usage and any in-stream error."""
+        ...
+
+
+class Adapter(Protocol):
+    """One upstream API family."""
+
+    api: Api
+
+    def build_request(
+        self,
+        connection: Connection,
+        *,
+        body: dict[str, Any],
+        raw_body: bytes,
+        upstream_model: str,
+        client_headers: Mapping[str, str],
+        query: str,
+    ) -> UpstreamRequest:
+        """The upstream request for a client request that speaks this adapter's API.
+
+        `raw_body` is forwarded unchanged when nothing in it needs rewriting, so fields the
+        gateway does not know survive byte for byte.
+        """
+        ...
+
+    def count_tokens_request(
+        self,
+        connection: Connection,
+        *,
+        raw_body: bytes,
+        body: dict[str, Any],
+        upstream_model: str,
+        client_headers: Mapping[str, str],
+    ) -> UpstreamRequest | None:
+        """The upstream token-count request, or None when this API has no such endpoint."""
+        ...
+
+    def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
+        """Classify a non-2xx response."""
+        ...
+
+    def read_usage(self, response: dict[str, Any]) -> Usage:
+        """Token counts of a complete (non-streaming) response."""
+        ...
+
+    def watch_stream(self, *, strip_usage_chunk: bool) -> StreamWatcher:
+        """A fresh watcher for one stream."""
+        ...
+
+
+def with_model(body: dict[str, Any], raw_body: bytes, model: str) -> bytes:
+    """The body to send when the upstream knows the model as `model`.
+
+    The client's bytes go out untouched when the name is unchanged; otherwise the body is
+    re-encoded with only `model` replaced, keeping every other field and value.
+    """
+    if body.get("model") == model:
+        return raw_body
+    return orjson.dumps({**body, "model": model})
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The `retry-after` header as seconds, when it is a number."""
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+PASSTHROUGH_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "x-ratelimit-")
+"""Upstream response headers a client may read (quota warnings); forwarded as they are."""

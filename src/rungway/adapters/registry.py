@@ -1,0 +1,40 @@
+"""The one table from provider to adapter and default base URL.
+
+A new OpenAI-compatible vendor is one row here (and a name in `config.Provider`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.base import Adapter
+from rungway.adapters.openai_chat import OpenAIChatAdapter
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderEntry:
+    """How to reach one provider."""
+
+    adapter: Adapter
+    default_base_url: str | None
+
+
+_OPENAI = OpenAIChatAdapter()
+_ANTHROPIC = AnthropicMessagesAdapter()
+
+PROVIDERS: dict[str, ProviderEntry] = {
+    "anthropic": ProviderEntry(_ANTHROPIC, "https://api.anthropic.com"),
+    "anthropic-compatible": ProviderEntry(_ANTHROPIC, None),
+    "openai": ProviderEntry(_OPENAI, "https://api.openai.com/v1"),
+    "openai-compatible": ProviderEntry(_OPENAI, None),
+    "deepseek": ProviderEntry(_OPENAI, "https://api.deepseek.com/v1"),
+    "groq": ProviderEntry(_OPENAI, "https://api.groq.com/openai/v1"),
+    "openrouter": ProviderEntry(_OPENAI, "https://openrouter.ai/api/v1"),
+    "ollama": ProviderEntry(_OPENAI, "http://127.0.0.1:11434/v1"),
+}
+
+
+def provider_entry(provider: str) -> ProviderEntry:
+    """The entry for `provider`; config validation guarantees it exists."""
+    return PROVIDERS[provider]

@@ -1,0 +1,270 @@
+"""Typed, frozen settings: one YAML file, validated once when the gateway starts.
+
+Secrets are never written in the file itself: a credential names an environment variable or
+a file, and is read here, once. A bad file raises `ConfigError` naming the file, the key and
+the problem, so `rungway serve` can refuse to start with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+Provider = Literal[
+    "anthropic",
+    "anthropic-compatible",
+    "deepseek",
+    "groq",
+    "ollama",
+    "openai",
+    "openai-compatible",
+    "openrouter",
+]
+"""Providers with an adapter in this release; `adapters/registry.py` maps each to its API."""
+
+PROVIDERS: tuple[str, ...] = get_args(Provider)
+
+AUTO_ID = re.compile(r"^auto(/[a-z]+(:[a-z]+)?)?$")
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class Auth(StrEnum):
+    """How a connection authenticates upstream."""
+
+    APIKEY = "apikey"
+    OAUTH = "oauth"
+    NONE = "none"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CredentialRef(_Frozen):
+    """Where a secret lives: an environment variable or a file, never the config itself."""
+
+    env: str | None = None
+    file: Path | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CredentialRef:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of `env` (a variable name) or `file` (a path)")
+        return self
+
+    def read(self) -> SecretStr:
+        """Read the secret now; raise ValueError saying what is missing."""
+        if self.env is not None:
+            value = os.environ.get(self.env)
+            if not value:
+                raise ValueError(f"environment variable {self.env} is not set or empty")
+            return SecretStr(value.strip())
+        assert self.file is not None
+        path = self.file.expanduser()
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise ValueError(f"cannot read credential file {path}: {error.strerror}") from None
+        if not value:
+            raise ValueError(f"credential file {path} is empty")
+        return SecretStr(value)
+
+
+class ConnectionConfig(_Frozen):
+    """One account at a provider, as written in the config file."""
+
+    id: Annotated[str, Field(pattern=NAME, max_length=64)]
+    provider: Provider
+    auth: Auth
+    credential: CredentialRef | None = None
+    base_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$")] | None = None
+    models: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _credential_matches_auth(self) -> ConnectionConfig:
+        if self.auth is Auth.NONE and self.credential is not None:
+            raise ValueError("auth `none` takes no credential; remove `credential` or set auth")
+        if self.auth is not Auth.NONE and self.credential is None:
+            raise ValueError(
+                f"auth `{self.auth}` needs a `credential` ({{env: VAR}} or {{file: PATH}})"
+            )
+        if self.provider.endswith("-compatible") and self.base_url is None:
+            raise ValueError(f"provider `{self.provider}` needs a `base_url`")
+        return self
+
+
+class ClientKeyConfig(_Frozen):
+    """A key that clients present to the gateway, with a name for the ledger."""
+
+    name: Annotated[str, Field(pattern=NAME, max_length=64)]
+    key: CredentialRef
+
+
+class ServerSettings(_Frozen):
+    """Where the gateway listens and what it accepts."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 4141
+    max_body_bytes: Annotated[int, Field(ge=1024)] = 16 * 1024 * 1024
+
+
+class TimeoutSettings(_Frozen):
+    """Upstream timeouts, in seconds."""
+
+    connect_s: Annotated[float, Field(gt=0)] = 10.0
+    first_byte_s: Annotated[float, Field(gt=0)] = 300.0
+    idle_s: Annotated[float, Field(gt=0)] = 120.0
+
+
+class LedgerSettings(_Frozen):
+    """Where the request ledger is kept; by default under the user's data directory."""
+
+    path: Path | None = None
+
+
+class Settings(_Frozen):
+    """The whole configuration."""
+
+    server: ServerSettings = ServerSettings()
+    timeouts: TimeoutSettings = TimeoutSettings()
+    ledger: LedgerSettings = LedgerSettings()
+    connections: tuple[ConnectionConfig, ...]
+    aliases: dict[str, str] = Field(default_factory=dict)
+    client_keys: tuple[ClientKeyConfig, ...] = ()
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases_resolve_once(cls, aliases: dict[str, str]) -> dict[str, str]:
+        for name, target in aliases.items():
+            if not target:
+                raise ValueError(f"alias {name!r} maps to an empty name")
+            if target.startswith("auto") and not AUTO_ID.match(target):
+                raise ValueError(
+                    f"alias {name!r} maps to {target!r}, which is not an auto id "
+                    "(auto, auto/<tier>, auto/<category> or auto/<category>:<tier>)"
+                )
+            if target in aliases:
+                raise ValueError(
+                    f"alias {name!r} maps to {target!r}, which is itself an alias; "
+                    "map it to the final name directly"
+                )
+        return aliases
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Settings:
+        if not self.connections:
+            raise ValueError("`connections` is empty; add at least one connection")
+        seen: set[str] = set()
+        for index, connection in enumerate(self.connections):
+            if connection.id in seen:
+                raise ValueError(
+                    f"connections[{index}].id {connection.id!r} is used twice; ids must be unique"
+                )
+            seen.add(connection.id)
+        names = [key.name for key in self.client_keys]
+        if len(names) != len(set(names)):
+            raise ValueError("client_keys: every key needs a distinct `name`")
+        return self
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file, the key and the problem."""
+
+
+def load_settings(path: Path) -> Settings:
+    """Read and validate the YAML file at `path`."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    return parse_settings(raw, source=str(path))
+
+
+def parse_settings(raw: Any, source: str = "<config>") -> Settings:
+    """Validate an already-parsed config document."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping with a `connections` list")
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as error:
+        problems = "\n".join(
+            f"  {_dotted(issue['loc']) or '(top level)'}: {_clean(issue['msg'])}"
+            for issue in error.errors()
+        )
+        raise ConfigError(f"{source}: invalid configuration\n{problems}") from None
+
+
+def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, SecretStr]:
+    """Read every referenced secret once; keys are `connection:<id>` and `client:<name>`."""
+    secrets: dict[str, SecretStr] = {}
+    problems: list[str] = []
+    for index, connection in enumerate(settings.connections):
+        if connection.credential is None:
+            continue
+        try:
+            secrets[f"connection:{connection.id}"] = connection.credential.read()
+        except ValueError as error:
+            problems.append(f"  connections[{index}].credential: {error}")
+    for index, client in enumerate(settings.client_keys):
+        try:
+            secrets[f"client:{client.name}"] = client.key.read()
+        except ValueError as error:
+            problems.append(f"  client_keys[{index}].key: {error}")
+    if problems:
+        raise ConfigError(f"{source}: cannot read credentials\n" + "\n".join(problems))
+    return secrets
+
+
+def check_bind(host: str, settings: Settings) -> None:
+    """Refuse a non-loopback bind address when no client keys protect the gateway."""
+    if settings.client_keys or _is_loopback(host):
+        return
+    raise ConfigError(
+        f"server.host {host!r}: refusing to listen beyond this machine without client keys; "
+        "add `client_keys` to the config or bind to 127.0.0.1"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in {
+            "function-after[_exactly_one()]",
+            "function-after[_credential_matches_auth()]",
+        }:
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _clean(message: str) -> str:
+    return message.removeprefix("Value error, ")

@@ -1,0 +1,282 @@
+"""The async request path: resolve the model, try each connection in order, record.
+
+A `bad_request` from an upstream goes straight back to the client; every other failure
+falls through to the next connection that serves the model. A stream can still fall
+through until its first content event; see `relay.py`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import orjson
+
+from rungway.adapters.base import Adapter, Connection, Usage
+from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
+from rungway.engine.record import Attempt, Recorder, RequestRecord
+from rungway.engine.relay import StreamRelay
+from rungway.engine.upstream import UpstreamClient, UpstreamTimeout, UpstreamUnreachable
+from rungway.protocol import anthropic_messages, openai_chat
+from rungway.protocol.api import Api
+from rungway.protocol.failures import Failure, FailureClass
+from rungway.routing.resolve import ModelTable, Resolution, Target
+
+_STREAM_ERROR_EVENTS = {
+    Api.OPENAI_CHAT: openai_chat.stream_error_event,
+    Api.ANTHROPIC_MESSAGES: anthropic_messages.stream_error_event,
+}
+_API_NAMES = {
+    Api.OPENAI_CHAT: "OpenAI Chat Completions (/v1/chat/completions)",
+    Api.ANTHROPIC_MESSAGES: "Anthropic Messages (/v1/messages)",
+}
+_GIVE_UP_STATUS = {
+    FailureClass.RATE_LIMITED: 429,
+    FailureClass.QUOTA_EXHAUSTED: 429,
+    FailureClass.BILLING: 402,
+    FailureClass.AUTH: 502,
+    FailureClass.MODEL_UNAVAILABLE: 404,
+    FailureClass.OVERLOADED: 503,
+    FailureClass.SERVER: 502,
+    FailureClass.TIMEOUT: 504,
+    FailureClass.NETWORK: 502,
+    FailureClass.CONTEXT_TOO_LONG: 400,
+}
+_PASSED_RESPONSE_HEADERS = ("anthropic-ratelimit-", "x-ratelimit-", "request-id", "x-request-id")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A resolved target with everything needed to call it."""
+
+    target: Target
+    connection: Connection
+    adapter: Adapter
+
+
+class Engine:
+    """Turns a checked client request into an upstream response."""
+
+    def __init__(
+        self,
+        table: ModelTable,
+        connections: Mapping[str, Connection],
+        adapter_for: Callable[[str], Adapter],
+        client: UpstreamClient,
+        recorder: Recorder,
+    ) -> None:
+        self.table = table
+        self._connections = connections
+        self._adapter_for = adapter_for
+        self._client = client
+        self._recorder = recorder
+
+    def routes(self, call_api: Api, resolution: Resolution) -> list[Route] | Refusal:
+        """The connections that can take this request, or why none can."""
+        routes: list[Route] = []
+        apis: set[Api] = set()
+        for target in resolution.targets:
+            connection = self._connections[target.connection_id]
+            adapter = self._adapter_for(connection.provider)
+            apis.add(adapter.api)
+            if adapter.api is call_api:
+                routes.append(Route(target, connection, adapter))
+        if routes:
+            return routes
+        spoken = " or ".join(sorted(_API_NAMES[api] for api in apis))
+        return Refusal(
+            400,
+            f"model {resolution.resolved!r} is served only by connections that speak {spoken}; "
+            f"call that endpoint instead (translation between APIs is not available yet)",
+            code="model_not_available_on_this_api",
+        )
+
+    async def complete(self, call: Call, resolution: Resolution, routes: list[Route]) -> Outcome:
+        """Try each route in order until one answers; record the request once it has ended."""
+        trail = _Trail(call, resolution)
+        for route in routes:
+            started = time.perf_counter()
+            result = await self._attempt(call, route, trail)
+            if not isinstance(result, Failure):
+                return result
+            trail.attempts.append(
+                Attempt(
+                    route.connection.id,
+                    result.kind.value,
+                    result.status,
+                    _ms(time.perf_counter() - started),
+                    result.message[:300],
+                )
+            )
+            if result.retry_after_s is not None:
+                known = trail.retry_after_s
+                trail.retry_after_s = (
+                    min(known, result.retry_after_s) if known else result.retry_after_s
+                )
+            if result.returns_to_client:
+                self._record(trail, route, result.kind.value, result.status or 400)
+                return Reply(result.status or 400, _json_headers(call, route), result.body or b"")
+        return self._give_up(trail)
+
+    async def count_tokens(self, call: Call, routes: list[Route]) -> Outcome | None:
+        """Forward a token count to the first route that has the endpoint, or return None."""
+        for route in routes:
+            request = route.adapter.count_tokens_request(
+                route.connection,
+                raw_body=call.raw_body,
+                body=call.body,
+                upstream_model=route.target.model,
+                client_headers=call.headers,
+            )
+            if request is None:
+                continue
+            try:
+                response = await self._client.send(request)
+                body = await response.read()
+            except (UpstreamTimeout, UpstreamUnreachable):
+                continue
+            if response.status < 300 or response.status in (400, 413):
+                return Reply(response.status, _json_headers(call, route), body)
+        return None
+
+    async def _attempt(self, call: Call, route: Route, trail: _Trail) -> Outcome | Failure:
+        adapter, connection = route.adapter, route.connection
+        request = adapter.build_request(
+            connection,
+            body=call.body,
+            raw_body=call.raw_body,
+            upstream_model=route.target.model,
+            client_headers=call.headers,
+            query=call.query,
+        )
+        try:
+            response = await self._client.send(request)
+        except UpstreamTimeout as error:
+            trail.reached = True
+            return Failure(FailureClass.TIMEOUT, str(error))
+        except UpstreamUnreachable as error:
+            trail.reached = trail.reached or error.reached
+            return Failure(FailureClass.NETWORK, str(error))
+        trail.reached = True
+        headers = _json_headers(call, route) + _passed_headers(response.headers)
+        if call.stream and response.status == 200:
+            relay = StreamRelay(
+                response,
+                adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk),
+                _STREAM_ERROR_EVENTS[call.api],
+            )
+            failure = await relay.prime()
+            if failure is not None:
+                return failure
+
+            def finish(outcome: str, failure: Failure | None) -> None:
+                trail.usage = relay.watcher.usage
+                trail.ttfb = relay.committed_at
+                if failure is not None:
+                    trail.attempts.append(
+                        Attempt(connection.id, outcome, 200, 0.0, failure.message[:300])
+                    )
+                self._record(trail, route, outcome, 200)
+
+            headers[0] = ("content-type", "text/event-stream; charset=utf-8")
+            headers.append(("cache-control", "no-cache"))
+            return StreamReply(headers, relay.body(finish))
+        try:
+            body = await response.read()
+        except (UpstreamTimeout, UpstreamUnreachable) as error:
+            kind = (
+                FailureClass.TIMEOUT if isinstance(error, UpstreamTimeout) else FailureClass.NETWORK
+            )
+            return Failure(kind, str(error))
+        if response.status >= 300:
+            return adapter.classify_failure(response.status, response.headers, body)
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return Failure(FailureClass.SERVER, "the upstream sent a body that is not JSON")
+        if not isinstance(parsed, dict):
+            return Failure(FailureClass.SERVER, "the upstream sent JSON that is not an object")
+        trail.usage = adapter.read_usage(parsed)
+        trail.ttfb = time.perf_counter()
+        self._record(trail, route, "ok", response.status)
+        return Reply(response.status, headers, body)
+
+    def _give_up(self, trail: _Trail) -> Refusal:
+        attempts = trail.attempts
+        last = attempts[-1]
+        kinds = {FailureClass(attempt.outcome) for attempt in attempts}
+        if kinds <= {FailureClass.RATE_LIMITED, FailureClass.QUOTA_EXHAUSTED}:
+            status = 429
+        else:
+            status = _GIVE_UP_STATUS.get(FailureClass(last.outcome), 502)
+        tried = "; ".join(
+            f"{attempt.connection_id}: {attempt.outcome}"
+            + (f" (HTTP {attempt.status})" if attempt.status else "")
+            + (f" {attempt.detail}" if attempt.detail else "")
+            for attempt in attempts
+        )
+        noun = "connection" if len(attempts) == 1 else f"all {len(attempts)} connections"
+        message = f"{noun} serving {trail.resolution.resolved!r} failed: {tried}"
+        if trail.reached:
+            self._record(trail, None, last.outcome, status)
+        retry_after = trail.retry_after_s if status == 429 else None
+        return Refusal(status, message, code=f"upstream_{last.outcome}", retry_after_s=retry_after)
+
+    def _record(self, trail: _Trail, route: Route | None, outcome: str, status: int) -> None:
+        call = trail.call
+        now = time.perf_counter()
+        connection = route.connection if route is not None else None
+        self._recorder.record(
+            RequestRecord(
+                request_id=call.request_id,
+                started_at=call.started_at,
+                client_key=call.client_key,
+                api=call.api.value,
+                requested_model=trail.resolution.requested,
+                resolved_model=trail.resolution.resolved,
+                provider=connection.provider if connection else None,
+                connection_id=connection.id if connection else None,
+                upstream_model=route.target.model if route else None,
+                outcome=outcome,
+                status=status,
+                stream=call.stream,
+                latency_ms=_ms(now - call.started),
+                ttfb_ms=_ms(trail.ttfb - call.started) if trail.ttfb else None,
+                usage=trail.usage,
+                attempts=tuple(trail.attempts),
+            )
+        )
+
+
+@dataclass(slots=True)
+class _Trail:
+    """What one request has been through so far."""
+
+    call: Call
+    resolution: Resolution
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    ttfb: float | None = None
+    reached: bool = False
+    retry_after_s: float | None = None
+
+
+def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
+    return [
+        ("content-type", "application/json"),
+        ("x-rungway-request-id", call.request_id),
+        ("x-rungway-connection", route.connection.id),
+    ]
+
+
+def _passed_headers(headers: Mapping[str, str]) -> list[tuple[str, str]]:
+    return [
+        (name.lower(), value)
+        for name, value in headers.items()
+        if name.lower().startswith(_PASSED_RESPONSE_HEADERS)
+    ]
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)

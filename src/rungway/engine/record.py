@@ -1,0 +1,49 @@
+"""What the engine reports about each request, and the port it reports it through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rungway.adapters.base import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One try at one connection."""
+
+    connection_id: str
+    outcome: str
+    status: int | None
+    latency_ms: float
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One ledger row: a request that reached at least one upstream."""
+
+    request_id: str
+    started_at: float
+    client_key: str | None
+    api: str
+    requested_model: str
+    resolved_model: str
+    provider: str | None
+    connection_id: str | None
+    upstream_model: str | None
+    outcome: str
+    status: int
+    stream: bool
+    latency_ms: float
+    ttfb_ms: float | None
+    usage: Usage = field(default_factory=Usage)
+    attempts: tuple[Attempt, ...] = ()
+
+
+class Recorder(Protocol):
+    """Where finished requests go: the ledger."""
+
+    def record(self, row: RequestRecord) -> None:
+        """Accept `row` without blocking the request path."""
+        ...

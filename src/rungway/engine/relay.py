@@ -1,0 +1,108 @@
+"""Relaying one upstream stream to the client.
+
+Until the first content event arrives, the relay holds back the upstream's preamble
+(`message_start`, `ping`, an empty opening chunk) so the engine can still fall through to
+another connection. From the first content event on, every event is forwarded as soon as
+it is complete; a failure after that ends the stream with the ingress API's error event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+
+from rungway.adapters.base import EventKind, StreamWatcher
+from rungway.engine.upstream import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
+from rungway.protocol.failures import Failure, FailureClass
+from rungway.protocol.sse import SseSplitter
+
+StreamErrorEvent = Callable[[str, FailureClass | None], bytes]
+Finish = Callable[[str, Failure | None], None]
+
+
+class StreamRelay:
+    """One upstream stream on its way to the client."""
+
+    def __init__(
+        self, response: UpstreamResponse, watcher: StreamWatcher, error_event: StreamErrorEvent
+    ) -> None:
+        self._response = response
+        self._watcher = watcher
+        self._error_event = error_event
+        self._splitter = SseSplitter()
+        self._pending: list[bytes] = []
+        self.committed_at: float | None = None
+
+    @property
+    def watcher(self) -> StreamWatcher:
+        """The watcher that has seen every event so far."""
+        return self._watcher
+
+    async def prime(self) -> Failure | None:
+        """Read up to the first content event; return the failure if one comes first."""
+        committed = False
+        while not committed:
+            try:
+                chunk = await self._response.next_chunk()
+            except (UpstreamTimeout, UpstreamUnreachable) as error:
+                self._response.close()
+                return _transport_failure(error)
+            if not chunk:
+                self._response.close()
+                return Failure(FailureClass.NETWORK, "the stream ended before any content")
+            for event in self._splitter.feed(chunk):
+                kind = self._watcher.see(event)
+                if kind is EventKind.ERROR and not committed:
+                    self._response.close()
+                    return self._watcher.failure
+                if kind is EventKind.DROP:
+                    continue
+                committed = committed or kind is EventKind.CONTENT
+                self._pending.append(event.raw)
+        self.committed_at = time.perf_counter()
+        return None
+
+    async def body(self, finish: Finish) -> AsyncIterator[bytes]:
+        """The client's stream: held events first, then each event as it completes.
+
+        `finish(outcome, failure)` runs exactly once when the stream ends, however it ends.
+        """
+        outcome = "client_closed"
+        failure: Failure | None = None
+        try:
+            yield b"".join(self._pending)
+            self._pending.clear()
+            watcher = self._watcher
+            while True:
+                try:
+                    chunk = await self._response.next_chunk()
+                except (UpstreamTimeout, UpstreamUnreachable) as error:
+                    failure = _transport_failure(error)
+                    yield self._error_event(failure.message, failure.kind)
+                    break
+                if not chunk:
+                    if not watcher.finished and watcher.failure is None:
+                        failure = Failure(FailureClass.NETWORK, "the upstream stream ended early")
+                        yield self._error_event(failure.message, failure.kind)
+                    break
+                out: list[bytes] = []
+                for event in self._splitter.feed(chunk):
+                    kind = watcher.see(event)
+                    if kind is not EventKind.DROP:
+                        out.append(event.raw)
+                if out:
+                    yield b"".join(out)
+            failure = failure or watcher.failure
+            outcome = failure.kind.value if failure is not None else "ok"
+        finally:
+            if outcome == "ok":
+                self._response.release()
+            else:
+                self._response.close()
+            finish(outcome, failure)
+
+
+def _transport_failure(error: UpstreamTimeout | UpstreamUnreachable) -> Failure:
+    if isinstance(error, UpstreamTimeout):
+        return Failure(FailureClass.TIMEOUT, str(error))
+    return Failure(FailureClass.NETWORK, str(error))

@@ -1,0 +1,26 @@
+"""An in-memory ledger for tests and embedding."""
+
+from __future__ import annotations
+
+import threading
+
+from rungway.engine.record import RequestRecord
+
+
+class MemoryLedger:
+    """Keeps every recorded row in a list."""
+
+    def __init__(self) -> None:
+        self.rows: list[RequestRecord] = []
+        self._lock = threading.Lock()
+
+    def record(self, row: RequestRecord) -> None:
+        """Append `row`."""
+        with self._lock:
+            self.rows.append(row)
+
+    def flush(self) -> None:
+        """Nothing is queued: rows are visible at once."""
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,162 @@
+"""The embedded request ledger: SQLite in WAL mode, written off the request path.
+
+Requests hand their rows to a queue; one writer thread commits them in batches, so a
+request never waits for the disk. Reads open their own connection (WAL lets them run
+beside the writer).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rungway.engine.record import RequestRecord
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS requests (
+    request_id TEXT PRIMARY KEY,
+    started_at REAL NOT NULL,
+    client_key TEXT,
+    api TEXT NOT NULL,
+    requested_model TEXT NOT NULL,
+    resolved_model TEXT NOT NULL,
+    provider TEXT,
+    connection_id TEXT,
+    upstream_model TEXT,
+    outcome TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    stream INTEGER NOT NULL,
+    latency_ms REAL NOT NULL,
+    ttfb_ms REAL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    attempts TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS requests_started_at ON requests (started_at);
+"""
+_INSERT = (
+    "INSERT OR REPLACE INTO requests VALUES "
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_BATCH = 256
+log = logging.getLogger("rungway.ledger")
+_STOP = object()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open the ledger database at `path`, creating it (and its folder) when needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=5000")
+    db.executescript(_SCHEMA)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    return db
+
+
+class SqliteLedger:
+    """Records requests to SQLite from a background thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = connect(path)
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._thread = threading.Thread(target=self._write_forever, name="ledger", daemon=True)
+        self._thread.start()
+
+    def record(self, row: RequestRecord) -> None:
+        """Queue `row` for writing; never blocks."""
+        self._queue.put_nowait(row)
+
+    def flush(self) -> None:
+        """Wait until every queued row is committed."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Commit what is queued and stop the writer."""
+        self._queue.put(_STOP)
+        self._thread.join()
+        self._db.close()
+
+    def _write_forever(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < _BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            rows = [_row(item) for item in batch if isinstance(item, RequestRecord)]
+            try:
+                if rows:
+                    with self._db:
+                        self._db.execute("BEGIN")
+                        self._db.executemany(_INSERT, rows)
+            except sqlite3.Error:
+                # A full disk or a locked file must not stop the writer: later rows may fit.
+                log.exception("ledger: could not write %d rows to %s", len(rows), self.path)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+            if any(item is _STOP for item in batch):
+                return
+
+
+def _row(record: RequestRecord) -> tuple[Any, ...]:
+    usage = record.usage
+    attempts = [
+        {
+            "connection_id": attempt.connection_id,
+            "outcome": attempt.outcome,
+            "status": attempt.status,
+            "latency_ms": attempt.latency_ms,
+            "detail": attempt.detail,
+        }
+        for attempt in record.attempts
+    ]
+    return (
+        record.request_id,
+        record.started_at,
+        record.client_key,
+        record.api,
+        record.requested_model,
+        record.resolved_model,
+        record.provider,
+        record.connection_id,
+        record.upstream_model,
+        record.outcome,
+        record.status,
+        int(record.stream),
+        record.latency_ms,
+        record.ttfb_ms,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        orjson.dumps(attempts).decode(),
+    )
+
+
+def read_rows(path: Path, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest `limit` rows, as dictionaries (attempts decoded)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    try:
+        rows = db.execute(
+            "SELECT * FROM requests ORDER BY started_at DESC LIMIT ?", (limit,)
+        ).fetchall()
+    finally:
+        db.close()
+    return [{**dict(row), "attempts": orjson.loads(row["attempts"])} for row in rows]

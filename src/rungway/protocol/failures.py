@@ -1,0 +1,42 @@
+"""The closed set of upstream failure classes, and what dispatch does with each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class FailureClass(StrEnum):
+    """Why an upstream attempt failed, decided once by the adapter that made it."""
+
+    RATE_LIMITED = "rate_limited"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    BILLING = "billing"
+    AUTH = "auth"
+    MODEL_UNAVAILABLE = "model_unavailable"
+    OVERLOADED = "overloaded"
+    SERVER = "server"
+    TIMEOUT = "timeout"
+    NETWORK = "network"
+    CONTEXT_TOO_LONG = "context_too_long"
+    BAD_REQUEST = "bad_request"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed attempt: its class, the upstream's status and message, and any wait hint.
+
+    `body` keeps the upstream's own error body so a `bad_request` can be returned to the
+    client exactly as the upstream sent it.
+    """
+
+    kind: FailureClass
+    message: str
+    status: int | None = None
+    retry_after_s: float | None = None
+    body: bytes | None = None
+
+    @property
+    def returns_to_client(self) -> bool:
+        """The client's own fault: retrying on another connection would fail the same way."""
+        return self.kind is FailureClass.BAD_REQUEST

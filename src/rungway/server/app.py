@@ -1,0 +1,264 @@
+"""The gateway's ASGI application: routes, client checks, and error answers.
+
+Handlers are plain ASGI callables on a dict of paths; the hot path does one JSON parse of
+the request and nothing the engine does not need.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
+from rungway.engine.dispatch import Engine
+from rungway.protocol import anthropic_messages, openai_chat
+from rungway.protocol.api import Api
+from rungway.routing.resolve import UnknownModel
+from rungway.server.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    request_headers,
+    send_reply,
+    send_stream,
+)
+from rungway.server.auth import ClientKeys
+
+log = logging.getLogger("rungway.server")
+
+Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+Lifecycle = Callable[[], Awaitable[None]]
+
+_CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
+    Api.OPENAI_CHAT: openai_chat.check_request,
+    Api.ANTHROPIC_MESSAGES: anthropic_messages.check_request,
+}
+
+
+class GatewayApp:
+    """The ASGI callable that `rungway serve` runs."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        keys: ClientKeys,
+        max_body_bytes: int,
+        on_startup: Lifecycle,
+        on_shutdown: Lifecycle,
+    ) -> None:
+        self._engine = engine
+        self._keys = keys
+        self._max_body = max_body_bytes
+        self._on_startup = on_startup
+        self._on_shutdown = on_shutdown
+        self._routes: dict[tuple[str, str], Handler] = {
+            ("POST", "/v1/chat/completions"): self._chat_completions,
+            ("POST", "/v1/messages"): self._messages,
+            ("POST", "/v1/messages/count_tokens"): self._count_tokens,
+            ("GET", "/v1/models"): self._models,
+            ("GET", "/healthz"): self._health,
+        }
+        self._paths = {path for _, path in self._routes}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Dispatch one ASGI connection scope."""
+        kind = scope["type"]
+        if kind == "http":
+            path = scope["path"].rstrip("/") or "/"
+            handler = self._routes.get((scope["method"], path))
+            if handler is not None:
+                await handler(scope, receive, send)
+            else:
+                await self._no_route(scope, send, path)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._complete(Api.OPENAI_CHAT, scope, receive, send)
+
+    async def _messages(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._complete(Api.ANTHROPIC_MESSAGES, scope, receive, send)
+
+    async def _complete(self, api: Api, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        call = await self._accept(api, scope, receive, send, started)
+        if call is None:
+            return
+        try:
+            resolution = self._engine.table.resolve(call.body["model"])
+        except UnknownModel as error:
+            await _refuse(send, api, call.request_id, Refusal(404, str(error), "model_not_found"))
+            return
+        routes = self._engine.routes(api, resolution)
+        if isinstance(routes, Refusal):
+            await _refuse(send, api, call.request_id, routes)
+            return
+        outcome = await self._engine.complete(call, resolution, routes)
+        await _deliver(send, receive, api, call.request_id, outcome)
+
+    async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
+        api = Api.ANTHROPIC_MESSAGES
+        call = await self._accept(api, scope, receive, send, time.perf_counter(), count=True)
+        if call is None:
+            return
+        try:
+            resolution = self._engine.table.resolve(call.body["model"])
+        except UnknownModel as error:
+            await _refuse(send, api, call.request_id, Refusal(404, str(error), "model_not_found"))
+            return
+        routes = self._engine.routes(api, resolution)
+        outcome = None
+        if not isinstance(routes, Refusal):
+            outcome = await self._engine.count_tokens(call, routes)
+        if outcome is None:
+            # No upstream could count: estimate at four bytes of JSON per token, which is
+            # what clients use the figure for (deciding when to compact a conversation).
+            estimate = max(1, len(call.raw_body) // 4)
+            outcome = Reply(
+                200,
+                [("content-type", "application/json")],
+                orjson.dumps({"input_tokens": estimate}),
+            )
+        await _deliver(send, receive, api, call.request_id, outcome)
+
+    async def _accept(
+        self,
+        api: Api,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        started: float,
+        *,
+        count: bool = False,
+    ) -> Call | None:
+        """Check the key, size and shape of a request; answer the client and return None if bad."""
+        request_id = uuid.uuid4().hex
+        headers = request_headers(scope)
+        client_key = self._keys.identify(headers)
+        if self._keys.required and client_key is None:
+            missing = "x-api-key" not in headers and "authorization" not in headers
+            message = (
+                "no client key: send it as `Authorization: Bearer <key>` or `x-api-key: <key>`"
+                if missing
+                else "the client key is not valid for this gateway; check the key you configured"
+            )
+            await _refuse(send, api, request_id, Refusal(401, message, "invalid_api_key"))
+            return None
+        try:
+            raw = await read_body(receive, headers, self._max_body)
+        except BodyTooLarge:
+            message = f"the request body is over this gateway's limit of {self._max_body} bytes"
+            await _refuse(send, api, request_id, Refusal(413, message, "request_too_large"))
+            return None
+        except ClientGone:
+            return None
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as error:
+            message = f"the request body is not valid JSON: {error}"
+            await _refuse(send, api, request_id, Refusal(400, message, "invalid_json"))
+            return None
+        if not isinstance(body, dict):
+            message = "the request body must be a JSON object"
+            await _refuse(send, api, request_id, Refusal(400, message, "invalid_request"))
+            return None
+        problem = (
+            anthropic_messages.check_request(body, count_tokens=True)
+            if count
+            else _CHECKS[api](body)
+        )
+        if problem is not None:
+            await _refuse(send, api, request_id, Refusal(400, problem, "invalid_request"))
+            return None
+        query = scope.get("query_string", b"").decode("latin-1")
+        return Call(
+            request_id=request_id,
+            api=api,
+            body=body,
+            raw_body=raw,
+            stream=body.get("stream") is True and not count,
+            headers=headers,
+            query=query,
+            client_key=client_key,
+            started_at=time.time(),
+            started=started,
+        )
+
+    async def _models(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = request_headers(scope)
+        api = Api.ANTHROPIC_MESSAGES if "anthropic-version" in headers else Api.OPENAI_CHAT
+        request_id = uuid.uuid4().hex
+        if self._keys.required and self._keys.identify(headers) is None:
+            message = "send a valid client key as `Authorization: Bearer <key>` or `x-api-key`"
+            await _refuse(send, api, request_id, Refusal(401, message, "invalid_api_key"))
+            return
+        models = self._engine.table.models()
+        if api is Api.ANTHROPIC_MESSAGES:
+            body = anthropic_messages.model_list((model, model) for model, _ in models)
+        else:
+            body = openai_chat.model_list(models)
+        await send_reply(send, 200, _base_headers(request_id), body)
+
+    async def _health(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_reply(send, 200, [("content-type", "application/json")], b'{"status":"ok"}')
+
+    async def _no_route(self, scope: Scope, send: Send, path: str) -> None:
+        headers = request_headers(scope)
+        api = Api.ANTHROPIC_MESSAGES if "anthropic-version" in headers else Api.OPENAI_CHAT
+        if path in self._paths:
+            allowed = sorted(method for method, known in self._routes if known == path)
+            refusal = Refusal(405, f"{scope['method']} is not allowed on {path}; use {allowed[0]}")
+        else:
+            refusal = Refusal(404, f"no such endpoint: {scope['method']} {path}", "not_found")
+        await _refuse(send, api, uuid.uuid4().hex, refusal)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self._on_startup()
+                except Exception as error:  # the server must hear why it cannot start
+                    log.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(error)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self._on_shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _base_headers(request_id: str) -> Headers:
+    return [("content-type", "application/json"), ("x-rungway-request-id", request_id)]
+
+
+async def _deliver(
+    send: Send, receive: Receive, api: Api, request_id: str, outcome: Outcome
+) -> None:
+    if isinstance(outcome, Reply):
+        await send_reply(send, outcome.status, outcome.headers, outcome.body)
+    elif isinstance(outcome, StreamReply):
+        await send_stream(send, receive, outcome.status, outcome.headers, outcome.body)
+    else:
+        await _refuse(send, api, request_id, outcome)
+
+
+async def _refuse(send: Send, api: Api, request_id: str, refusal: Refusal) -> None:
+    if api is Api.ANTHROPIC_MESSAGES:
+        body = anthropic_messages.error_body(refusal.status, refusal.message)
+    else:
+        body = openai_chat.error_body(refusal.status, refusal.message, refusal.code)
+    headers = _base_headers(request_id) + list(refusal.headers)
+    if refusal.retry_after_s is not None:
+        headers.append(("retry-after", str(max(1, round(refusal.retry_after_s)))))
+    await send_reply(send, refusal.status, headers, body)
