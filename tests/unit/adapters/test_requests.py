@@ -58,7 +58,11 @@ def test_plan_login_uses_bearer_and_the_oauth_beta_next_to_the_clients_betas() -
         "x-api-key": "client-key-for-the-gateway",
     }
     request = AnthropicMessagesAdapter().build_request(
-        PLAN, body={"model": "m"}, raw_body=b"{}", upstream_model="m", client_headers=client,
+        PLAN,
+        body={"model": "m"},
+        raw_body=b"{}",
+        upstream_model="m",
+        client_headers=client,
         query="beta=true",
     )
     assert request.url == "http://up/v1/messages?beta=true"
@@ -87,7 +91,11 @@ def test_api_key_connection_never_forges_client_identity() -> None:
 def test_openai_stream_asks_for_usage_and_marks_the_chunk_for_removal() -> None:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     request = OpenAIChatAdapter().build_request(
-        CHEAP, body=body, raw_body=orjson.dumps(body), upstream_model="m", client_headers={},
+        CHEAP,
+        body=body,
+        raw_body=orjson.dumps(body),
+        upstream_model="m",
+        client_headers={},
         query="",
     )
     assert orjson.loads(request.body)["stream_options"] == {"include_usage": True}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,7 +32,7 @@ def test_any_split_of_the_bytes_gives_the_same_events(cuts: list[int]) -> None:
     splitter = SseSplitter()
     points = [0, *sorted(cuts), len(STREAM)]
     events = []
-    for start, end in zip(points, points[1:], strict=False):
+    for start, end in itertools.pairwise(points):
         events += splitter.feed(STREAM[start:end])
     assert [(e.event, e.data) for e in events] == [
         (e.event, e.data) for e in SseSplitter().feed(STREAM)

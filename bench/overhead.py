@@ -1,0 +1,392 @@
+"""Gateway overhead: the same requests sent straight to a simulated upstream and through
+the gateway, in one run.
+
+Reports, for OpenAI Chat Completions and Anthropic Messages, streaming and not, at
+concurrency 1, 16 and 64: latency p50/p99 direct and through the gateway, the added
+latency, and requests per second; plus the gateway's idle and loaded RSS and its cold
+start time (process start to the first `/healthz` answer).
+
+The upstreams and the gateway run as separate processes (`rungway sim-upstream`,
+`rungway serve`); the load comes from an aiohttp client in this process. Direct runs
+are measured before and after each gateway run and averaged, so drift in the machine's
+load does not land on the gateway. Everything is on 127.0.0.1 and every case is bounded
+in requests and seconds.
+
+    python bench/overhead.py [--quick] [--json-out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psutil
+import uvloop
+import yaml
+
+HERE = Path(__file__).parent
+LEVELS = (1, 16, 64)
+
+
+@dataclass(frozen=True)
+class Api:
+    """One wire API under test."""
+
+    name: str
+    scenario: str
+    provider: str
+    auth: str
+    model: str
+    path: str
+    token: str
+    headers: dict[str, str]
+    upstream_prefix: str
+
+    def body(self, stream: bool) -> bytes:
+        """A small, realistic request body."""
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": "Say hello in five words, please."}],
+            "max_tokens": 64,
+            "stream": stream,
+        }
+        return json.dumps(payload).encode()
+
+
+APIS = (
+    Api(
+        "openai-chat",
+        "openai-fast.yaml",
+        "openai-compatible",
+        "apikey",
+        "bench-chat",
+        "/v1/chat/completions",
+        "sk-bench-openai",
+        {},
+        "/v1",
+    ),
+    Api(
+        "anthropic-messages",
+        "anthropic-fast.yaml",
+        "anthropic-compatible",
+        "apikey",
+        "bench-claude",
+        "/v1/messages",
+        "sk-ant-bench",
+        {"anthropic-version": "2023-06-01"},
+        "",
+    ),
+)
+
+
+@dataclass
+class Sample:
+    """Latencies of one case, in microseconds, and its throughput."""
+
+    p50_us: float
+    p99_us: float
+    rps: float
+    count: int
+
+
+@dataclass
+class Row:
+    """Direct against gateway for one (api, mode, concurrency)."""
+
+    api: str
+    stream: bool
+    concurrency: int
+    direct: Sample
+    gateway: Sample
+
+    @property
+    def added_p50_us(self) -> float:
+        return self.gateway.p50_us - self.direct.p50_us
+
+    @property
+    def added_p99_us(self) -> float:
+        return self.gateway.p99_us - self.direct.p99_us
+
+
+def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "rungway", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], deadline_s: float = 30) -> float:
+    started = time.perf_counter()
+    while time.perf_counter() - started < deadline_s:
+        if process.poll() is not None:
+            error = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"process exited early: {error}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return time.perf_counter() - started
+        except OSError:
+            time.sleep(0.005)
+    raise RuntimeError(f"{url} did not answer within {deadline_s}s")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def _processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    running: list[subprocess.Popen[bytes]] = []
+    try:
+        yield running
+    finally:
+        for process in running:
+            process.terminate()
+        for process in running:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _gateway_config(folder: Path, upstreams: dict[str, str], port: int) -> Path:
+    connections = []
+    for api in APIS:
+        secret = folder / f"{api.name}.secret"
+        secret.write_text(api.token)
+        connections.append(
+            {
+                "id": api.name,
+                "provider": api.provider,
+                "auth": api.auth,
+                "credential": {"file": str(secret)},
+                "base_url": upstreams[api.name] + api.upstream_prefix,
+                "models": [api.model],
+            }
+        )
+    config = {
+        "server": {"host": "127.0.0.1", "port": port},
+        "ledger": {"path": str(folder / "ledger.sqlite3")},
+        "connections": connections,
+    }
+    path = folder / "rungway.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@dataclass(frozen=True)
+class Load:
+    """How hard to push one case: concurrency, a request budget and a time budget."""
+
+    stream: bool
+    concurrency: int
+    total: int
+    max_s: float
+
+
+async def _load(url: str, body: bytes, headers: dict[str, str], load: Load) -> Sample:
+    latencies: list[int] = []
+    stream, concurrency, total = load.stream, load.concurrency, load.total
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one() -> int:
+            started = time.perf_counter_ns()
+            async with session.post(url, data=body, headers=headers) as response:
+                if stream:
+                    async for _ in response.content.iter_any():
+                        pass
+                else:
+                    await response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"{url}: HTTP {response.status}")
+            return time.perf_counter_ns() - started
+
+        for _ in range(min(200, total)):
+            await one()
+        deadline = time.perf_counter() + load.max_s
+        remaining = total
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0 and time.perf_counter() < deadline:
+                remaining -= 1
+                latencies.append(await one())
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return Sample(
+        p50_us=latencies[len(latencies) // 2] / 1000,
+        p99_us=latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] / 1000,
+        rps=len(latencies) / elapsed,
+        count=len(latencies),
+    )
+
+
+def _average(a: Sample, b: Sample) -> Sample:
+    return Sample(
+        (a.p50_us + b.p50_us) / 2, (a.p99_us + b.p99_us) / 2, (a.rps + b.rps) / 2, a.count + b.count
+    )
+
+
+class _RssSampler:
+    """Samples a process's RSS in the background and keeps the peak."""
+
+    def __init__(self, pid: int) -> None:
+        self._process = psutil.Process(pid)
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> _RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, self._process.memory_info().rss)
+
+
+def _cold_start(config: Path, port: int, tries: int) -> float:
+    times = []
+    for _ in range(tries):
+        with _processes() as running:
+            process = _spawn(["serve", "--config", str(config), "--port", str(port)])
+            running.append(process)
+            times.append(_wait_http(f"http://127.0.0.1:{port}/healthz", process))
+    return statistics.median(times)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Run every case and return the results."""
+    totals = {1: 1500, 16: 6000, 64: 6000} if not quick else {1: 400, 16: 1500, 64: 1500}
+    max_s = 8.0 if not quick else 3.0
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="rungway-bench-") as tmp, _processes() as running:
+        folder = Path(tmp)
+        upstreams: dict[str, str] = {}
+        for api in APIS:
+            port = _free_port()
+            process = _spawn(
+                [
+                    "sim-upstream",
+                    "--scenario",
+                    str(HERE / "scenarios" / api.scenario),
+                    "--port",
+                    str(port),
+                ]
+            )
+            running.append(process)
+            upstreams[api.name] = f"http://127.0.0.1:{port}"
+            _wait_http(f"{upstreams[api.name]}/_sim/state", process)
+        gateway_port = _free_port()
+        config = _gateway_config(folder, upstreams, gateway_port)
+        gateway = _spawn(["serve", "--config", str(config)])
+        running.append(gateway)
+        gateway_url = f"http://127.0.0.1:{gateway_port}"
+        _wait_http(f"{gateway_url}/healthz", gateway)
+        time.sleep(0.5)
+        idle_rss = psutil.Process(gateway.pid).memory_info().rss
+        with _RssSampler(gateway.pid) as sampler:
+            for api in APIS:
+                for stream in (False, True):
+                    for level in LEVELS:
+                        direct_headers = {
+                            "content-type": "application/json",
+                            **api.headers,
+                            **(
+                                {"authorization": f"Bearer {api.token}"}
+                                if api.name == "openai-chat"
+                                else {"x-api-key": api.token}
+                            ),
+                        }
+                        gateway_headers = {"content-type": "application/json", **api.headers}
+                        body = api.body(stream)
+                        load = Load(stream, level, totals[level], max_s)
+                        direct_url = upstreams[api.name] + api.path
+                        before = asyncio.run(_load(direct_url, body, direct_headers, load))
+                        through = asyncio.run(
+                            _load(gateway_url + api.path, body, gateway_headers, load)
+                        )
+                        after = asyncio.run(_load(direct_url, body, direct_headers, load))
+                        row = Row(api.name, stream, level, _average(before, after), through)
+                        rows.append(row)
+                        print(_format_row(row), flush=True)
+        loaded_rss = sampler.peak
+        gateway.terminate()
+        gateway.wait(timeout=10)
+        cold = _cold_start(config, _free_port(), 3 if not quick else 1)
+    return {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "executable": sys.executable,
+        "rows": [
+            {**asdict(row), "added_p50_us": row.added_p50_us, "added_p99_us": row.added_p99_us}
+            for row in rows
+        ],
+        "idle_rss_mb": idle_rss / 2**20,
+        "loaded_rss_mb": loaded_rss / 2**20,
+        "cold_start_s": cold,
+    }
+
+
+def _format_row(row: Row) -> str:
+    mode = "stream" if row.stream else "json"
+    return (
+        f"| {row.api} | {mode} | {row.concurrency} "
+        f"| {row.direct.p50_us:.0f} / {row.direct.p99_us:.0f} "
+        f"| {row.gateway.p50_us:.0f} / {row.gateway.p99_us:.0f} "
+        f"| {row.added_p50_us:+.0f} / {row.added_p99_us:+.0f} "
+        f"| {row.direct.rps:.0f} | {row.gateway.rps:.0f} |"
+    )
+
+
+def main() -> None:
+    """Parse arguments, run, print a markdown report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer requests per case")
+    parser.add_argument("--json-out", type=Path, help="also write the results as JSON")
+    args = parser.parse_args()
+    uvloop.install()
+    print(f"python: {sys.executable} ({platform.python_version()})")
+    print(
+        "| api | mode | concurrency | direct p50 / p99 µs | gateway p50 / p99 µs "
+        "| added p50 / p99 µs | direct rps | gateway rps |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    results = run(args.quick)
+    print(
+        f"\ngateway RSS idle {results['idle_rss_mb']:.1f} MB, "
+        f"loaded {results['loaded_rss_mb']:.1f} MB; cold start {results['cold_start_s']:.2f} s"
+    )
+    if args.json_out:
+        args.json_out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""`python -m rungway`: the same as the `rungway` command."""
+
+from rungway.cli.main import main
+
+main()

@@ -1,0 +1,107 @@
+"""`rungway demo`: the gateway in front of four simulated upstreams, no credentials needed."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from rich.panel import Panel
+
+from rungway.cli.serve import run
+from rungway.config import check_bind, load_settings, read_secrets
+from rungway.sim import SimUpstream, builtin_scenario, load_scenario
+
+out = Console()
+
+# (connection id, provider, auth, scenario, credential, path under the sim's URL)
+_UPSTREAMS = (
+    ("claude-plan", "anthropic", "oauth", "claude-plan", "sk-ant-oat01-sim-plan", ""),
+    ("claude-api", "anthropic", "apikey", "anthropic-api", "sk-ant-api03-sim-premium", ""),
+    ("cheap", "deepseek", "apikey", "cheap-openai", "sk-sim-cheap", "/v1"),
+    ("local", "ollama", "none", "local-ollama", None, "/v1"),
+)
+
+
+def demo(
+    port: Annotated[int, typer.Option(help="Port for the gateway.")] = 4141,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Where to keep the demo's config and ledger.")
+    ] = None,
+) -> None:
+    """Start simulated upstreams and the gateway wired to them, then print how to use it."""
+    folder = data_dir or Path(tempfile.mkdtemp(prefix="rungway-demo-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    sims: list[SimUpstream] = []
+    try:
+        connections = []
+        for connection_id, provider, auth, scenario_name, credential, suffix in _UPSTREAMS:
+            scenario = load_scenario(builtin_scenario(scenario_name))
+            sim = SimUpstream(scenario)
+            sims.append(sim)
+            url = sim.start()
+            entry: dict[str, object] = {
+                "id": connection_id,
+                "provider": provider,
+                "auth": auth,
+                "base_url": url + suffix,
+                "models": [model.id for model in scenario.models],
+            }
+            if credential is not None:
+                secret = folder / f"{connection_id}.secret"
+                secret.write_text(credential + "\n")
+                secret.chmod(0o600)
+                entry["credential"] = {"file": str(secret)}
+            connections.append(entry)
+        config = {
+            "server": {"host": "127.0.0.1", "port": port},
+            "ledger": {"path": str(folder / "ledger.sqlite3")},
+            "connections": connections,
+            "aliases": {
+                "claude-sonnet-*": "claude-sonnet-4-5",
+                "claude-opus-*": "claude-sonnet-4-5",
+                "claude-haiku-*": "claude-haiku-4-5",
+            },
+        }
+        config_path = folder / "rungway.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        settings = load_settings(config_path)
+        secrets = read_secrets(settings, source=str(config_path))
+        check_bind(settings.server.host, settings)
+        _explain(port, config_path, sims)
+        run(settings, secrets, settings.server.host, port)
+    finally:
+        for sim in sims:
+            sim.stop()
+
+
+def _explain(port: int, config_path: Path, sims: list[SimUpstream]) -> None:
+    base = f"http://127.0.0.1:{port}"
+    upstreams = "\n".join(
+        f"  {name:<12} {sim.url:<24} {sim.scenario.name}"
+        for (name, *_), sim in zip(_UPSTREAMS, sims, strict=True)
+    )
+    out.print(
+        Panel.fit(
+            f"[bold]rungway demo[/] listening on [cyan]{base}[/]\n"
+            f"config: {config_path}\n\nsimulated upstreams:\n{upstreams}",
+            title="rungway",
+        )
+    )
+    out.print(
+        "[bold]curl[/] (OpenAI shape):\n"
+        f"  curl {base}/v1/chat/completions -H 'content-type: application/json' \\\n"
+        '    -d \'{"model": "deepseek-chat", "messages": [{"role": "user", '
+        '"content": "hello"}]}\'\n\n'
+        "[bold]openai SDK[/]:\n"
+        f"  client = openai.OpenAI(base_url='{base}/v1', api_key='demo')\n"
+        "  client.chat.completions.create(model='llama3.2', "
+        "messages=[{'role': 'user', 'content': 'hi'}])\n\n"
+        "[bold]Claude Code[/] (the plan first, the API key when the plan's window is spent):\n"
+        f"  ANTHROPIC_BASE_URL={base} ANTHROPIC_AUTH_TOKEN=demo claude\n\n"
+        "Every response names its connection in [cyan]x-rungway-connection[/]. Ctrl-C stops.",
+        highlight=False,
+    )

@@ -1,0 +1,25 @@
+"""The `rungway` command."""
+
+from __future__ import annotations
+
+import typer
+
+from rungway.cli.demo import demo
+from rungway.cli.serve import serve
+from rungway.cli.sim_upstream import sim_upstream
+
+app = typer.Typer(
+    name="rungway",
+    help="An LLM gateway that spends the AI plans you already pay for first.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("serve")(serve)
+app.command("demo")(demo)
+app.command("sim-upstream")(sim_upstream)
+
+
+def main() -> None:
+    """Entry point of the `rungway` script."""
+    app()

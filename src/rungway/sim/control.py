@@ -1,0 +1,156 @@
+"""The control HTTP API of a simulated upstream, for out-of-process drivers (CLI, demo,
+benchmarks), and the state snapshot it reports.
+
+    POST /_sim/faults    a fault object or a list of them; queued at the back
+    POST /_sim/clock     {"advance_s": x} or {"set": epoch}; only on a FakeClock
+    GET  /_sim/state     now, windows, tally, queued faults, request count
+    GET  /_sim/requests  the recorded requests (most recent last)
+    POST /_sim/reset     empty windows, tally and log; restore the scenario's faults
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from rungway.clock import Clock, FakeClock
+from rungway.sim.exchange import RecordedRequest, Reply, json_reply
+from rungway.sim.faults import Fault, QueuedFault, parse_faults
+from rungway.sim.quota import WindowReading
+from rungway.sim.tally import ModelTally
+
+
+class WindowState(BaseModel):
+    """One window as reported by `GET /_sim/state`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    claim: str
+    unit: str
+    model: str | None
+    used: int
+    capacity: int
+    remaining: int
+    utilization: float
+    reset_at: float
+
+    @classmethod
+    def of(cls, reading: WindowReading) -> WindowState:
+        """Describe a reading."""
+        return cls(
+            name=reading.spec.name,
+            claim=reading.spec.claim_name,
+            unit=reading.spec.unit,
+            model=reading.spec.model,
+            used=reading.used,
+            capacity=reading.capacity,
+            remaining=reading.remaining,
+            utilization=reading.utilization,
+            reset_at=reading.reset_at,
+        )
+
+
+class SimState(BaseModel):
+    """A snapshot of a simulated upstream."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scenario: str
+    api: str
+    now: float
+    fake_clock: bool
+    windows: list[WindowState]
+    tally: dict[str, ModelTally]
+    faults: list[QueuedFault]
+    request_count: int
+
+    def window(self, name: str) -> WindowState:
+        """The window called `name`."""
+        for window in self.windows:
+            if window.name == name:
+                return window
+        raise KeyError(name)
+
+
+class Controllable(Protocol):
+    """What the control API drives."""
+
+    @property
+    def clock(self) -> Clock:
+        """The upstream's clock."""
+        ...
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Requests received so far."""
+        ...
+
+    def push_fault(self, fault: Fault) -> None:
+        """Queue a fault."""
+        ...
+
+    def state(self) -> SimState:
+        """Snapshot the upstream."""
+        ...
+
+    def reset(self) -> None:
+        """Return to the scenario's initial state (the clock keeps its time)."""
+        ...
+
+
+def _problem(status: int, message: str) -> Reply:
+    return json_reply(status, {"error": message})
+
+
+def _move_clock(sim: Controllable, body: Any) -> Reply:
+    clock = sim.clock
+    if not isinstance(clock, FakeClock):
+        return _problem(409, "this sim runs on the real clock; give its scenario clock.start")
+    if not isinstance(body, dict) or len(body.keys() & {"advance_s", "set"}) != 1:
+        return _problem(400, 'send {"advance_s": seconds} or {"set": epoch_seconds}')
+    try:
+        if "advance_s" in body:
+            clock.advance(float(body["advance_s"]))
+        else:
+            clock.set(float(body["set"]))
+    except (TypeError, ValueError) as exc:
+        return _problem(400, str(exc))
+    return json_reply(200, {"now": clock.now()})
+
+
+def _recorded(request: RecordedRequest) -> dict[str, Any]:
+    return {
+        "method": request.method,
+        "path": request.path,
+        "query": request.query,
+        "headers": dict(request.headers),
+        "body": request.body,
+    }
+
+
+def handle_control(sim: Controllable, request: RecordedRequest) -> Reply:
+    """Answer one `/_sim/...` request."""
+    if request.raw_body and request.body is None:
+        return _problem(400, "the body is not JSON")
+    body, method, path = request.body, request.method, request.path
+    route = (method, path)
+    if route == ("POST", "/_sim/faults"):
+        try:
+            faults = parse_faults(body)
+        except ValidationError as exc:
+            return _problem(422, str(exc))
+        for fault in faults:
+            sim.push_fault(fault)
+        return json_reply(200, {"queued": len(faults)})
+    if route == ("POST", "/_sim/clock"):
+        return _move_clock(sim, body)
+    if route == ("GET", "/_sim/state"):
+        return Reply(200, sim.state().model_dump_json().encode())
+    if route == ("GET", "/_sim/requests"):
+        return json_reply(200, [_recorded(seen) for seen in sim.requests])
+    if route == ("POST", "/_sim/reset"):
+        sim.reset()
+        return json_reply(200, {"reset": True})
+    return _problem(404, f"no control route {method} {path}")

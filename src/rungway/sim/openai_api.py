@@ -1,0 +1,378 @@
+"""The OpenAI Chat Completions API as a simulated upstream serves it.
+
+Routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /v1/models/{id}`. Wire
+shapes follow docs/provider-signals.md A3 (errors, 429 flavours), B1 (completions and
+streaming, including the `include_usage` trailing chunk) and B5 (models).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from rungway.clock import Clock
+from rungway.protocol.sse import DONE, encode_event
+from rungway.sim.completion import Completion, estimate_input_tokens
+from rungway.sim.exchange import RecordedRequest, Reply, send_reply
+from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
+from rungway.sim.quota import Admission, Header, QuotaBook
+from rungway.sim.scenario import Scenario
+from rungway.sim.serving import GenerationRequest, GenerationService
+from rungway.sim.tally import Tally
+
+# Models are listed with a fixed creation time: nothing reads it but clients parse it.
+MODEL_CREATED = 1_735_689_600
+ORGANIZATION = "org-rungway-sim"
+
+ERROR_DEFAULTS: dict[int, tuple[str, str | None, str]] = {
+    400: ("invalid_request_error", None, "Invalid request."),
+    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    403: ("invalid_request_error", "unsupported_country_region_territory", "Forbidden."),
+    404: ("invalid_request_error", None, "Not found."),
+    429: ("requests", "rate_limit_exceeded", "Rate limit reached for requests."),
+    500: (
+        "server_error",
+        None,
+        "The server had an error while processing your request. Sorry about that!",
+    ),
+    502: ("server_error", None, "Bad gateway."),
+    503: ("server_error", None, "The server is overloaded or not ready yet."),
+}
+INSUFFICIENT_QUOTA_MESSAGE = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, read the docs: "
+    "https://platform.openai.com/docs/guides/error-codes/api-errors."
+)
+_MISSING_KEY_MESSAGE = (
+    "You didn't provide an API key. You need to provide your API key in an Authorization "
+    "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field "
+    "(with blank username) if you're accessing the API from your browser and are prompted "
+    "for a username. You can obtain an API key from https://platform.openai.com/account/api-keys."
+)
+_BAD_JSON_MESSAGE = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+    "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+    "sent was not valid JSON.)"
+)
+_PERIODS = {60.0: ("min", "M"), 3600.0: ("hour", "H"), 86400.0: ("day", "D")}
+
+
+def new_request_id() -> str:
+    """A request id in OpenAI's `req_…` form."""
+    return "req_" + secrets.token_hex(16)
+
+
+def error_reply(
+    status: int,
+    message: str,
+    *,
+    error_type: str = "invalid_request_error",
+    code: str | None = None,
+    param: str | None = None,
+    request_id: str | None = None,
+    headers: tuple[Header, ...] = (),
+) -> Reply:
+    """An OpenAI error response: `{"error":{"message","type","param","code"}}`."""
+    body = orjson.dumps(
+        {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+    )
+    request_id = request_id or new_request_id()
+    return Reply(status, body, ((b"x-request-id", request_id.encode()), *headers))
+
+
+def wait_phrase(seconds: float) -> str:
+    """How OpenAI's 429 messages say a wait: `644ms`, `6.2s`, `90s`."""
+    if seconds < 1:
+        return f"{max(1, round(seconds * 1000))}ms"
+    return f"{seconds:.1f}".removesuffix(".0") + "s"
+
+
+def _mask(key: str) -> str:
+    if len(key) <= 12:
+        return "*" * len(key)
+    return f"{key[:8]}{'*' * (len(key) - 12)}{key[-4:]}"
+
+
+def _prompt(body: dict[str, Any]) -> dict[str, Any]:
+    return {key: body[key] for key in ("messages", "tools") if key in body}
+
+
+class OpenAIDialect:
+    """Parses chat-completion requests and renders OpenAI replies, errors and chunks."""
+
+    def __init__(self, scenario: Scenario, clock: Clock) -> None:
+        self._scenario = scenario
+        self._clock = clock
+        self._models = {model.id: model for model in scenario.models}
+
+    def authenticate(self, request: RecordedRequest) -> Reply | None:
+        """None when the credential is accepted, else the real API's 401."""
+        auth = self._scenario.auth
+        if auth.kind == "none":
+            return None
+        if auth.kind == "x-api-key":
+            key = request.header("x-api-key")
+        else:
+            authorization = request.header("authorization") or ""
+            key = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
+        if not key:
+            return error_reply(401, _MISSING_KEY_MESSAGE, code="invalid_api_key")
+        if key != auth.token:
+            message = (
+                f"Incorrect API key provided: {_mask(key)}. You can find your API key at "
+                "https://platform.openai.com/account/api-keys."
+            )
+            return error_reply(401, message, code="invalid_api_key")
+        return None
+
+    def parse_generation(self, request: RecordedRequest) -> GenerationRequest | Reply:
+        """Validate a `POST /v1/chat/completions` request."""
+        refused = self.authenticate(request)
+        if refused is not None:
+            return refused
+        body = request.body
+        if not isinstance(body, dict):
+            return error_reply(400, _BAD_JSON_MESSAGE)
+        if "model" not in body:
+            return error_reply(400, "you must provide a model parameter")
+        if "messages" not in body:
+            message = "Missing required parameter: 'messages'."
+            return error_reply(400, message, code="missing_required_parameter", param="messages")
+        model = self._models.get(body["model"])
+        if model is None:
+            message = f"The model `{body['model']}` does not exist or you do not have access to it."
+            return error_reply(404, message, code="model_not_found")
+        param = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+        max_tokens = body.get(param)
+        if max_tokens is not None:
+            if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+                message = (
+                    f"Invalid '{param}': integer below minimum value. Expected a value >= 1, "
+                    f"but got {max_tokens!r} instead."
+                )
+                return error_reply(400, message, code="integer_below_min_value", param=param)
+            if model.max_output_tokens is not None and max_tokens > model.max_output_tokens:
+                message = (
+                    f"max_tokens is too large: {max_tokens}. This model supports at most "
+                    f"{model.max_output_tokens} completion tokens, whereas you provided "
+                    f"{max_tokens}."
+                )
+                return error_reply(400, message, code="invalid_value", param=param)
+        input_tokens = estimate_input_tokens(_prompt(body))
+        if model.context_window is not None and input_tokens > model.context_window:
+            message = (
+                f"This model's maximum context length is {model.context_window} tokens. "
+                f"However, your messages resulted in {input_tokens} tokens. Please reduce the "
+                "length of the messages."
+            )
+            return error_reply(400, message, code="context_length_exceeded", param="messages")
+        return GenerationRequest(
+            model=model.id,
+            stream=body.get("stream") is True,
+            max_tokens=max_tokens,
+            input_tokens=input_tokens,
+            body=body,
+            request_id=new_request_id(),
+        )
+
+    def http_error(self, fault: HttpErrorFault, request_id: str) -> Reply:
+        """An injected error in OpenAI's shape; 529 becomes 503 (OpenAI has no 529)."""
+        status = 503 if fault.status == 529 else fault.status
+        default_type = "server_error" if status >= 500 else "invalid_request_error"
+        error_type, code, message = ERROR_DEFAULTS.get(status, (default_type, None, "Error."))
+        if fault.error_type == "insufficient_quota":
+            code, message = "insufficient_quota", INSUFFICIENT_QUOTA_MESSAGE
+        headers: tuple[Header, ...] = ()
+        if fault.retry_after_s is not None:
+            headers = ((b"retry-after", f"{fault.retry_after_s:g}".encode()),)
+        return error_reply(
+            status,
+            fault.message or message,
+            error_type=fault.error_type or error_type,
+            code=fault.code or code,
+            request_id=request_id,
+            headers=headers,
+        )
+
+    def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
+        """The transient 429 `rate_limit_exceeded` of an exhausted window."""
+        wait = wait_phrase(max(0.0, admission.retry_after_s()))
+        if not admission.rejected:
+            message = f"Rate limit reached for {request.model}. Please try again in {wait}."
+            return error_reply(429, message, error_type="requests", code="rate_limit_exceeded")
+        binding = max(admission.rejected, key=lambda reading: reading.reset_at)
+        window = binding.spec
+        kind = "requests" if window.unit == "requests" else "tokens"
+        wait = wait_phrase(max(0.001, binding.reset_at - admission.now))
+        period, letter = _PERIODS.get(window.length_s, (f"{window.length_s:g}s", ""))
+        label = f"{kind} per {period}" + (f" ({kind[0].upper()}P{letter})" if letter else "")
+        requested = 1 if kind == "requests" else request.input_tokens + (request.max_tokens or 0)
+        message = (
+            f"Rate limit reached for {request.model} in organization {ORGANIZATION} on {label}: "
+            f"Limit {window.capacity}, Used {binding.used}, Requested {requested}. Please try "
+            f"again in {wait}. Visit https://platform.openai.com/account/rate-limits to learn "
+            "more."
+        )
+        return error_reply(
+            429,
+            message,
+            error_type=kind,
+            code="rate_limit_exceeded",
+            request_id=request.request_id,
+        )
+
+    def _usage(self, completion: Completion) -> dict[str, Any]:
+        return {
+            "prompt_tokens": completion.input_tokens,
+            "completion_tokens": completion.output_tokens,
+            "total_tokens": completion.input_tokens + completion.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        }
+
+    def message(self, request: GenerationRequest, completion: Completion) -> Reply:
+        """A complete `chat.completion` object."""
+        body = {
+            "id": "chatcmpl-" + secrets.token_hex(14),
+            "object": "chat.completion",
+            "created": int(self._clock.now()),
+            "model": request.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": completion.text,
+                        "refusal": None,
+                        "annotations": [],
+                    },
+                    "logprobs": None,
+                    "finish_reason": "length" if completion.truncated else "stop",
+                }
+            ],
+            "usage": self._usage(completion),
+            "service_tier": "default",
+            "system_fingerprint": "fp_rungwaysim",
+        }
+        return Reply(200, orjson.dumps(body), self._head(request))
+
+    def _head(self, request: GenerationRequest) -> tuple[Header, ...]:
+        return (
+            (b"x-request-id", request.request_id.encode()),
+            (b"openai-organization", ORGANIZATION.encode()),
+        )
+
+    def stream_head(self, request: GenerationRequest) -> list[Header]:
+        """Diagnostic headers of a stream."""
+        return list(self._head(request))
+
+    def stream_frames(self, request: GenerationRequest, completion: Completion) -> list[bytes]:
+        """Role chunk, text chunks, finish chunk, [usage chunk], `[DONE]`."""
+        options = request.body.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        chunk_id = "chatcmpl-" + secrets.token_hex(14)
+        created = int(self._clock.now())
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None) -> bytes:
+            data: dict[str, Any] = {
+                "id": chunk_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": request.model,
+                "service_tier": "default",
+                "system_fingerprint": "fp_rungwaysim",
+                "choices": [
+                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+                ],
+            }
+            if include_usage:
+                data["usage"] = None
+            return encode_event(data)
+
+        frames = [chunk({"role": "assistant", "content": ""}, None)]
+        frames.extend(
+            chunk({"content": text}, None)
+            for text in completion.chunks(self._scenario.response.chunk_tokens)
+        )
+        frames.append(chunk({}, "length" if completion.truncated else "stop"))
+        if include_usage:
+            # The usage chunk comes after the finish chunk, with no choices (B1).
+            usage_chunk = {
+                "id": chunk_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": request.model,
+                "service_tier": "default",
+                "system_fingerprint": "fp_rungwaysim",
+                "choices": [],
+                "usage": self._usage(completion),
+            }
+            frames.append(encode_event(usage_chunk))
+        frames.append(DONE)
+        return frames
+
+    def stream_error_frame(self, fault: StreamErrorFault) -> bytes:
+        """`data: {"error": {...}}` as OpenAI sends it inside a 200 stream."""
+        error = {
+            "message": fault.message or ERROR_DEFAULTS[500][2],
+            "type": fault.error_type or "server_error",
+            "param": None,
+            "code": None,
+        }
+        return encode_event({"error": error})
+
+
+class OpenAIApi:
+    """Routes requests to the OpenAI endpoints of one simulated upstream."""
+
+    def __init__(
+        self, scenario: Scenario, clock: Clock, book: QuotaBook, faults: FaultQueue, tally: Tally
+    ) -> None:
+        self._dialect = OpenAIDialect(scenario, clock)
+        self._service = GenerationService(scenario, self._dialect, book, faults, tally)
+        self._scenario = scenario
+
+    async def handle(
+        self, scope: Scope, receive: Receive, send: Send, request: RecordedRequest
+    ) -> None:
+        """Answer one request."""
+        path, method = request.path, request.method
+        if method == "POST" and path == "/v1/chat/completions":
+            await self._service.serve(scope, receive, send, request)
+        elif method == "GET" and path == "/v1/models":
+            await send_reply(send, self._list_models(request))
+        elif method == "GET" and path.startswith("/v1/models/"):
+            await send_reply(send, self._get_model(request, path.removeprefix("/v1/models/")))
+        else:
+            message = f"Invalid URL ({method} {path})"
+            await send_reply(send, error_reply(404, message))
+
+    @staticmethod
+    def _model_object(model_id: str) -> dict[str, Any]:
+        return {"id": model_id, "object": "model", "created": MODEL_CREATED, "owned_by": "system"}
+
+    def _list_models(self, request: RecordedRequest) -> Reply:
+        refused = self._dialect.authenticate(request)
+        if refused is not None:
+            return refused
+        data = [self._model_object(model.id) for model in self._scenario.models]
+        body = orjson.dumps({"object": "list", "data": data})
+        return Reply(200, body, ((b"x-request-id", new_request_id().encode()),))
+
+    def _get_model(self, request: RecordedRequest, model_id: str) -> Reply:
+        refused = self._dialect.authenticate(request)
+        if refused is not None:
+            return refused
+        if self._scenario.model(model_id) is None:
+            message = f"The model `{model_id}` does not exist or you do not have access to it."
+            return error_reply(404, message, code="model_not_found")
+        body = orjson.dumps(self._model_object(model_id))
+        return Reply(200, body, ((b"x-request-id", new_request_id().encode()),))

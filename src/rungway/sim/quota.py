@@ -1,0 +1,284 @@
+"""Quota windows of a simulated upstream, and the rate-limit headers that report them.
+
+Windows reset at fixed instants read from the injected Clock: once "now" passes a
+window's reset its usage drops to 0 and the next reset is one length later (skipping
+whole lengths if the clock jumped). A request is admitted unless a window that applies
+to its model is already at or over capacity; admission charges every applicable window
+with the request's full, deterministic usage (real providers likewise charge an
+estimate when the request starts).
+
+Header formats follow docs/provider-signals.md: the Claude-plan "unified" family (A2.3,
+epoch-second resets, fractional utilization), the Anthropic API-key family (A1, RFC 3339
+resets) and the OpenAI family (A3, Go-style durations).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from rungway.clock import Clock
+from rungway.sim.scenario import QuotaHeaderFamily, WindowSpec
+
+# Claude plans start reporting `allowed_warning` once a window passes this share.
+WARNING_THRESHOLD = 0.75
+
+Header = tuple[bytes, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowReading:
+    """One window's state at one instant."""
+
+    spec: WindowSpec
+    used: int
+    reset_at: float
+
+    @property
+    def capacity(self) -> int:
+        """Units the window allows per length."""
+        return self.spec.capacity
+
+    @property
+    def remaining(self) -> int:
+        """Units left before the window rejects (never negative)."""
+        return max(0, self.spec.capacity - self.used)
+
+    @property
+    def utilization(self) -> float:
+        """Used share of capacity, 0..1."""
+        return min(1.0, self.used / self.spec.capacity)
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether the window rejects new requests."""
+        return self.used >= self.spec.capacity
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The verdict on one request and the windows that applied to it."""
+
+    admitted: bool
+    readings: tuple[WindowReading, ...]
+    now: float
+
+    @property
+    def rejected(self) -> tuple[WindowReading, ...]:
+        """The exhausted windows (empty when admitted)."""
+        return tuple(reading for reading in self.readings if reading.exhausted)
+
+    def retry_after_s(self) -> int:
+        """Whole seconds until every exhausted window has reset (at least 1)."""
+        blocking = self.rejected or self.readings
+        if not blocking:
+            return 1
+        latest = max(reading.reset_at for reading in blocking)
+        return max(1, math.ceil(latest - self.now))
+
+
+@dataclass(slots=True)
+class _Window:
+    spec: WindowSpec
+    used: int
+    reset_at: float
+
+
+def _charge(spec: WindowSpec, input_tokens: int, output_tokens: int) -> int:
+    if spec.unit == "requests":
+        return 1
+    if spec.unit == "input_tokens":
+        return input_tokens
+    if spec.unit == "output_tokens":
+        return output_tokens
+    return input_tokens + output_tokens
+
+
+class QuotaBook:
+    """Usage of every window, rolled forward lazily against the clock."""
+
+    __slots__ = ("_clock", "_lock", "_specs", "_windows")
+
+    def __init__(self, windows: Sequence[WindowSpec], clock: Clock) -> None:
+        self._clock = clock
+        self._specs = tuple(windows)
+        self._lock = threading.Lock()
+        self._windows: list[_Window] = []
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty every window; resets restart from the scenario (or one length from now)."""
+        now = self._clock.now()
+        with self._lock:
+            self._windows = [
+                _Window(
+                    spec,
+                    0,
+                    now + spec.length_s if spec.first_reset_at is None else spec.first_reset_at,
+                )
+                for spec in self._specs
+            ]
+            self._roll(now)
+
+    def _roll(self, now: float) -> None:
+        for window in self._windows:
+            if now >= window.reset_at:
+                lengths = math.floor((now - window.reset_at) / window.spec.length_s) + 1
+                window.reset_at += lengths * window.spec.length_s
+                window.used = 0
+
+    def _applicable(self, model: str) -> list[_Window]:
+        return [w for w in self._windows if w.spec.model is None or w.spec.model == model]
+
+    @staticmethod
+    def _read(window: _Window) -> WindowReading:
+        return WindowReading(window.spec, window.used, window.reset_at)
+
+    def admit(self, model: str, input_tokens: int, output_tokens: int) -> Admission:
+        """Admit (and charge) a request for `model`, or reject it on an exhausted window."""
+        now = self._clock.now()
+        with self._lock:
+            self._roll(now)
+            windows = self._applicable(model)
+            admitted = all(w.used < w.spec.capacity for w in windows)
+            if admitted:
+                for window in windows:
+                    window.used += _charge(window.spec, input_tokens, output_tokens)
+            return Admission(admitted, tuple(self._read(w) for w in windows), now)
+
+    def peek(self, model: str) -> Admission:
+        """The windows applying to `model` now, without charging anything."""
+        now = self._clock.now()
+        with self._lock:
+            self._roll(now)
+            windows = self._applicable(model)
+            admitted = all(w.used < w.spec.capacity for w in windows)
+            return Admission(admitted, tuple(self._read(w) for w in windows), now)
+
+    def exhaust(self, model: str, window_name: str | None = None) -> bool:
+        """Fill a window to capacity (the named one, or the first applying to `model`)."""
+        now = self._clock.now()
+        with self._lock:
+            self._roll(now)
+            for window in self._applicable(model) if window_name is None else self._windows:
+                if window_name is None or window.spec.name == window_name:
+                    window.used = max(window.used, window.spec.capacity)
+                    return True
+        return False
+
+    def readings(self) -> list[WindowReading]:
+        """Every window's state now."""
+        now = self._clock.now()
+        with self._lock:
+            self._roll(now)
+            return [self._read(w) for w in self._windows]
+
+
+# --- header writers -------------------------------------------------------------------
+
+
+def _status(reading: WindowReading) -> str:
+    if reading.exhausted:
+        return "rejected"
+    if reading.utilization >= WARNING_THRESHOLD:
+        return "allowed_warning"
+    return "allowed"
+
+
+def _fraction(value: float) -> str:
+    return repr(round(value, 2))
+
+
+def _representative(admission: Admission) -> WindowReading:
+    if admission.rejected:
+        # The binding window is the one the request has to wait longest for.
+        return max(admission.rejected, key=lambda reading: reading.reset_at)
+    return max(admission.readings, key=lambda reading: reading.utilization)
+
+
+def unified_headers(admission: Admission) -> list[Header]:
+    """`anthropic-ratelimit-unified-*`: overall and per-window status, reset, utilization."""
+    if not admission.readings:
+        return []
+    statuses = [_status(reading) for reading in admission.readings]
+    if "rejected" in statuses:
+        overall = "rejected"
+    elif "allowed_warning" in statuses:
+        overall = "allowed_warning"
+    else:
+        overall = "allowed"
+    binding = _representative(admission)
+    prefix = "anthropic-ratelimit-unified-"
+    headers = [
+        (f"{prefix}status", overall),
+        (f"{prefix}reset", str(math.ceil(binding.reset_at))),
+        (f"{prefix}representative-claim", binding.spec.claim_name),
+    ]
+    for reading, status in zip(admission.readings, statuses, strict=True):
+        name = f"{prefix}{reading.spec.name}-"
+        headers.append((f"{name}status", status))
+        headers.append((f"{name}reset", str(math.ceil(reading.reset_at))))
+        headers.append((f"{name}utilization", _fraction(reading.utilization)))
+        if reading.utilization >= WARNING_THRESHOLD:
+            headers.append((f"{name}surpassed-threshold", _fraction(WARNING_THRESHOLD)))
+    return [(key.encode(), value.encode()) for key, value in headers]
+
+
+def rfc3339(epoch_seconds: float) -> str:
+    """Format an instant the way the Anthropic API-key headers do (`2025-08-21T12:40:59Z`)."""
+    moment = datetime.fromtimestamp(math.ceil(epoch_seconds), tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def apikey_headers(admission: Admission) -> list[Header]:
+    """`anthropic-ratelimit-<window>-{limit,remaining,reset}` with RFC 3339 resets."""
+    headers: list[Header] = []
+    for reading in admission.readings:
+        name = f"anthropic-ratelimit-{reading.spec.name}-"
+        headers.append((f"{name}limit".encode(), str(reading.capacity).encode()))
+        headers.append((f"{name}remaining".encode(), str(reading.remaining).encode()))
+        headers.append((f"{name}reset".encode(), rfc3339(reading.reset_at).encode()))
+    return headers
+
+
+def go_duration(seconds: float) -> str:
+    """Format a duration the way Go prints one (`6m0s`, `1s`, `12ms`, `1h2m3.5s`)."""
+    millis = max(0, round(seconds * 1000))
+    if millis == 0:
+        return "0s"
+    if millis < 1000:
+        return f"{millis}ms"
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs = f"{rest / 1000:.3f}".rstrip("0").rstrip(".")
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def openai_headers(admission: Admission) -> list[Header]:
+    """`x-ratelimit-{limit,remaining,reset}-<window>` with Go-duration resets."""
+    headers: list[Header] = []
+    for reading in admission.readings:
+        name = reading.spec.name
+        reset = go_duration(reading.reset_at - admission.now)
+        headers.append((f"x-ratelimit-limit-{name}".encode(), str(reading.capacity).encode()))
+        headers.append((f"x-ratelimit-remaining-{name}".encode(), str(reading.remaining).encode()))
+        headers.append((f"x-ratelimit-reset-{name}".encode(), reset.encode()))
+    return headers
+
+
+def quota_headers(family: QuotaHeaderFamily, admission: Admission) -> list[Header]:
+    """The rate-limit headers of `family` describing `admission`."""
+    if family == "anthropic-unified":
+        return unified_headers(admission)
+    if family == "anthropic-apikey":
+        return apikey_headers(admission)
+    if family == "openai":
+        return openai_headers(admission)
+    return []

@@ -1,0 +1,238 @@
+"""`SimUpstream`: one simulated provider as an ASGI app, with Python and HTTP controls,
+runnable on loopback in a background thread (tests) or in the foreground (CLI).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Self
+
+import uvicorn
+from starlette.types import Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from rungway.clock import Clock, FakeClock, SystemClock
+from rungway.runner import BackgroundServer, bind, uvicorn_config
+from rungway.sim.anthropic_api import AnthropicApi
+from rungway.sim.control import SimState, WindowState, handle_control
+from rungway.sim.exchange import (
+    TRANSPORT_EXTENSION,
+    RecordedRequest,
+    read_request,
+    send_reply,
+)
+from rungway.sim.faults import Fault, FaultQueue
+from rungway.sim.openai_api import OpenAIApi
+from rungway.sim.quota import QuotaBook
+from rungway.sim.scenario import Scenario
+from rungway.sim.tally import Tally
+
+# Recorded requests are capped so a long benchmark run cannot grow memory without bound.
+MAX_RECORDED_REQUESTS = 10_000
+CONTROL_PREFIX = "/_sim/"
+
+
+class SimHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, also handing each request its connection's transport.
+
+    The disconnect fault needs to close the socket mid-response; ASGI has no message for
+    that, so the transport travels in a scope extension.
+    """
+
+    def on_message_begin(self) -> None:
+        """Start a request's scope and attach the transport to it."""
+        super().on_message_begin()
+        extension: dict[object, object] = {"transport": self.transport}
+        self.scope["extensions"] = {TRANSPORT_EXTENSION: extension}
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class SimUpstream:
+    """A simulated upstream provider serving one scenario.
+
+    Without an explicit `clock`, a scenario with `clock.start` (or `clock.fake`) runs on
+    a FakeClock and any other on the system clock.
+    """
+
+    def __init__(self, scenario: Scenario, clock: Clock | None = None) -> None:
+        if clock is None:
+            if scenario.clock.start is not None or scenario.clock.fake:
+                clock = FakeClock(scenario.clock.start)
+            else:
+                clock = SystemClock()
+        self.scenario = scenario
+        self._clock = clock
+        self._book = QuotaBook(scenario.windows, clock)
+        self._faults = FaultQueue(scenario.faults)
+        self.tally = Tally()
+        self._requests: deque[RecordedRequest] = deque(maxlen=MAX_RECORDED_REQUESTS)
+        self._requests_lock = threading.Lock()
+        self._request_count = 0
+        self._api: AnthropicApi | OpenAIApi
+        if scenario.api == "anthropic":
+            self._api = AnthropicApi(scenario, self._book, self._faults, self.tally)
+        else:
+            self._api = OpenAIApi(scenario, clock, self._book, self._faults, self.tally)
+        self._server: BackgroundServer | None = None
+        self._url: str | None = None
+
+    # --- ASGI -------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await _lifespan(receive, send)
+            return
+        request = await read_request(scope, receive)
+        if request.path.startswith(CONTROL_PREFIX):
+            reply = handle_control(self, request)
+            await send_reply(send, reply)
+            return
+        with self._requests_lock:
+            self._requests.append(request)
+            self._request_count += 1
+        await self._api.handle(scope, receive, send, request)
+
+    # --- Python control ---------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        """The clock quota windows are read against."""
+        return self._clock
+
+    @property
+    def fake_clock(self) -> FakeClock:
+        """The FakeClock this sim runs on (raises when it runs on the real clock)."""
+        if not isinstance(self._clock, FakeClock):
+            raise RuntimeError(f"sim {self.scenario.name!r} runs on the real clock")
+        return self._clock
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Requests received on the API routes, oldest first (control calls excluded)."""
+        with self._requests_lock:
+            return list(self._requests)
+
+    def push_fault(self, fault: Fault) -> None:
+        """Queue `fault` behind any already queued."""
+        self._faults.push(fault)
+
+    def state(self) -> SimState:
+        """Snapshot clock, windows, tally, queued faults and request count."""
+        with self._requests_lock:
+            count = self._request_count
+        return SimState(
+            scenario=self.scenario.name,
+            api=self.scenario.api,
+            now=self._clock.now(),
+            fake_clock=isinstance(self._clock, FakeClock),
+            windows=[WindowState.of(reading) for reading in self._book.readings()],
+            tally=self.tally.by_model(),
+            faults=self._faults.pending(),
+            request_count=count,
+        )
+
+    def reset(self) -> None:
+        """Empty windows, tally and request log; restore the scenario's faults.
+
+        The clock keeps its time (a clock never moves backwards); window resets are
+        placed again relative to it.
+        """
+        self._book.reset()
+        self.tally.clear()
+        self._faults.clear()
+        for fault in self.scenario.faults:
+            self._faults.push(fault)
+        with self._requests_lock:
+            self._requests.clear()
+            self._request_count = 0
+
+    # --- running ----------------------------------------------------------------------
+
+    def _config(self, host: str, port: int, background: bool) -> uvicorn.Config:
+        # In a background thread, leave the host process's logging alone and do not let
+        # a request stuck in a timeout fault hold up stop().
+        extra: dict[str, Any] = (
+            {"log_config": None, "timeout_graceful_shutdown": 1} if background else {}
+        )
+        return uvicorn_config(
+            self,
+            host=host,
+            port=port,
+            http=SimHttpProtocol,
+            ws="none",
+            lifespan="off",
+            server_header=False,
+            **extra,
+        )
+
+    @property
+    def url(self) -> str:
+        """Base URL of the running sim, e.g. `http://127.0.0.1:54321`."""
+        if self._url is None:
+            raise RuntimeError("the sim is not running; call start()")
+        return self._url
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on `host:port` (0 picks a free port) in a daemon thread; return the URL."""
+        if self._server is not None:
+            raise RuntimeError("the sim is already running")
+        server = BackgroundServer(
+            self._config(host, port, background=True), f"sim-upstream-{self.scenario.name}"
+        )
+        self._url = server.start()
+        self._server = server
+        return self._url
+
+    def stop(self) -> None:
+        """Stop a sim started with `start()` (no-op when not running)."""
+        if self._server is not None:
+            self._server.stop()
+        self._server = self._url = None
+
+    def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_ready: Callable[[str], None] | None = None,
+    ) -> None:
+        """Serve in the foreground until interrupted (Ctrl-C).
+
+        `on_ready` gets the URL once the socket listens, before requests are served.
+        """
+        sock = bind(host, port)
+        host, port = sock.getsockname()[:2]
+        self._url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        try:
+            if on_ready is not None:
+                on_ready(self._url)
+            uvicorn.Server(self._config(host, port, background=False)).run(sockets=[sock])
+        finally:
+            self._url = None
+            sock.close()
+
+    def __enter__(self) -> Self:
+        if self._server is None:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

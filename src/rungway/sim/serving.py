@@ -1,0 +1,245 @@
+"""Serving one generation request, whatever the wire API: faults, quota admission,
+pacing, streaming and the tally.
+
+Each wire API supplies a `Dialect` that parses its requests and renders its replies,
+errors and stream frames; this module owns the order of events, which is the same for
+both (docs/provider-signals.md, Appendix: "mock-fidelity checklist").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.types import Receive, Scope, Send
+
+from rungway.sim.completion import Completion, plan_completion
+from rungway.sim.exchange import (
+    RecordedRequest,
+    Reply,
+    drop_connection,
+    end_stream,
+    mixed_case,
+    send_chunk,
+    send_reply,
+    start_stream,
+    wait_for_disconnect,
+)
+from rungway.sim.faults import (
+    DisconnectFault,
+    Fault,
+    FaultQueue,
+    GarbageFault,
+    HttpErrorFault,
+    QuotaExhaustedFault,
+    StreamErrorFault,
+    TimeoutFault,
+)
+from rungway.sim.quota import Admission, Header, QuotaBook, quota_headers
+from rungway.sim.scenario import Scenario
+from rungway.sim.tally import Tally
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """A validated generation request: what the serving flow needs from any wire API."""
+
+    model: str
+    stream: bool
+    max_tokens: int | None
+    input_tokens: int
+    body: Mapping[str, Any]
+    request_id: str
+
+
+class Dialect(Protocol):
+    """How one wire API parses generation requests and renders what the upstream sends."""
+
+    def parse_generation(self, request: RecordedRequest) -> GenerationRequest | Reply:
+        """Validate auth, headers and body; an error `Reply` when the request is refused."""
+        ...
+
+    def http_error(self, fault: HttpErrorFault, request_id: str) -> Reply:
+        """The provider's error response for an injected HTTP error."""
+        ...
+
+    def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
+        """The provider's 429 for a request refused by an exhausted window."""
+        ...
+
+    def message(self, request: GenerationRequest, completion: Completion) -> Reply:
+        """The non-streamed success response."""
+        ...
+
+    def stream_head(self, request: GenerationRequest) -> list[Header]:
+        """Headers (besides content type and quota) of a streamed success response."""
+        ...
+
+    def stream_frames(self, request: GenerationRequest, completion: Completion) -> list[bytes]:
+        """Every SSE frame of a complete stream, terminator included, in order."""
+        ...
+
+    def stream_error_frame(self, fault: StreamErrorFault) -> bytes:
+        """The in-stream error event the provider sends inside a 200 stream."""
+        ...
+
+
+class GenerationService:
+    """Runs generation requests for one dialect against the shared sim state."""
+
+    __slots__ = (
+        "_book",
+        "_dialect",
+        "_faults",
+        "_first_byte_s",
+        "_interval_s",
+        "_replies",
+        "_scenario",
+        "_tally",
+    )
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        dialect: Dialect,
+        book: QuotaBook,
+        faults: FaultQueue,
+        tally: Tally,
+    ) -> None:
+        self._scenario = scenario
+        self._dialect = dialect
+        self._book = book
+        self._faults = faults
+        self._tally = tally
+        self._first_byte_s = scenario.response.first_byte_ms / 1000
+        self._interval_s = scenario.response.chunk_interval_ms / 1000
+        self._replies = 0
+
+    def _cased(self) -> bool:
+        # Every other response spells its rate-limit header names with capitals, because
+        # real upstreams do both and clients must parse either.
+        self._replies += 1
+        return self._replies % 2 == 0
+
+    async def _send(self, send: Send, reply: Reply) -> None:
+        await send_reply(send, reply, cased=self._cased())
+
+    async def serve(
+        self, scope: Scope, receive: Receive, send: Send, recorded: RecordedRequest
+    ) -> None:
+        """Answer one generation request end to end."""
+        parsed = self._dialect.parse_generation(recorded)
+        if isinstance(parsed, Reply):
+            await self._send(send, parsed)
+            return
+        request = parsed
+        fault = self._faults.take(request.model, request.stream)
+        if fault is not None and await self._answered_by(fault, request, scope, receive, send):
+            return
+
+        completion = plan_completion(
+            self._scenario.response, request.input_tokens, request.max_tokens
+        )
+        if isinstance(fault, QuotaExhaustedFault) and not self._scenario.windows:
+            # No window to fill: answer the way an exhausted upstream would anyway.
+            admission = Admission(False, (), self._book.peek(request.model).now)
+        else:
+            admission = self._book.admit(
+                request.model, completion.input_tokens, completion.output_tokens
+            )
+        quota = tuple(quota_headers(self._scenario.quota_headers, admission))
+        if not admission.admitted:
+            reply = self._dialect.quota_rejection(request, admission)
+            await self._send(send, Reply(reply.status, reply.body, reply.headers, quota))
+            return
+
+        if not request.stream:
+            # A whole reply arrives when the last chunk would have.
+            chunks = math.ceil(completion.output_tokens / self._scenario.response.chunk_tokens)
+            delay = self._first_byte_s + self._interval_s * max(0, chunks - 1)
+            if delay:
+                await asyncio.sleep(delay)
+            reply = self._dialect.message(request, completion)
+            await self._send(send, Reply(reply.status, reply.body, reply.headers, quota))
+            self._record(request, completion)
+            return
+        cut = fault if isinstance(fault, DisconnectFault | StreamErrorFault) else None
+        delivered = await self._stream(
+            scope, receive, send, request=request, completion=completion, quota=quota, cut=cut
+        )
+        if delivered:
+            self._record(request, completion)
+
+    async def _answered_by(
+        self,
+        fault: Fault,
+        request: GenerationRequest,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> bool:
+        """Apply what `fault` does before admission; True when that already ended the request."""
+        if isinstance(fault, TimeoutFault):
+            # A client that gives up meanwhile gets nothing more.
+            return await wait_for_disconnect(receive, fault.delay_s)
+        if isinstance(fault, HttpErrorFault):
+            reply = self._dialect.http_error(fault, request.request_id)
+            if fault.quota_headers:
+                readings = self._book.peek(request.model)
+                quota = tuple(quota_headers(self._scenario.quota_headers, readings))
+                reply = Reply(reply.status, reply.body, reply.headers, quota)
+            await self._send(send, reply)
+            return True
+        if isinstance(fault, GarbageFault):
+            await self._send(send, Reply(200, fault.body.encode()))
+            return True
+        if isinstance(fault, DisconnectFault) and not request.stream:
+            await drop_connection(scope, receive)
+            return True
+        if isinstance(fault, QuotaExhaustedFault):
+            self._book.exhaust(request.model, fault.window)
+        return False
+
+    async def _stream(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        *,
+        request: GenerationRequest,
+        completion: Completion,
+        quota: tuple[Header, ...],
+        cut: DisconnectFault | StreamErrorFault | None,
+    ) -> bool:
+        """Stream the reply; True when it was delivered whole."""
+        frames = self._dialect.stream_frames(request, completion)
+        if cut is not None:
+            # A cut stream never reaches its terminator.
+            frames = frames[: min(cut.after_events, len(frames) - 1)]
+        head = self._dialect.stream_head(request)
+        head.extend(mixed_case(quota) if self._cased() else quota)
+        if self._first_byte_s:
+            await asyncio.sleep(self._first_byte_s)
+        await start_stream(send, head)
+        if self._interval_s:
+            for index, frame in enumerate(frames):
+                if index:
+                    await asyncio.sleep(self._interval_s)
+                await send_chunk(send, frame)
+        elif frames:
+            await send_chunk(send, b"".join(frames))
+        if isinstance(cut, DisconnectFault):
+            await drop_connection(scope, receive)
+            return False
+        if isinstance(cut, StreamErrorFault):
+            await send_chunk(send, self._dialect.stream_error_frame(cut))
+            await end_stream(send)
+            return False
+        await end_stream(send)
+        return True
+
+    def _record(self, request: GenerationRequest, completion: Completion) -> None:
+        self._tally.record(request.model, completion.input_tokens, completion.output_tokens)

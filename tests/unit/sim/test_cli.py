@@ -1,0 +1,66 @@
+"""`rungway sim-upstream`: the typer command runs a sim in the foreground until Ctrl-C."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from rungway.cli.sim_upstream import sim_upstream
+
+from .conftest import request
+
+# The lead registers the command on the real app; this stands in for that app.
+RUN_COMMAND = (
+    "import typer\n"
+    "from rungway.cli.sim_upstream import sim_upstream\n"
+    "app = typer.Typer()\n"
+    "app.command('sim-upstream')(sim_upstream)\n"
+    "app.command('other')(lambda: None)\n"
+    "app()\n"
+)
+
+
+def test_unknown_scenario_is_a_bad_parameter(tmp_path: Path) -> None:
+    with pytest.raises(typer.BadParameter, match="claude-plan"):
+        sim_upstream(scenario=tmp_path / "missing.yaml", port=0)
+
+
+def test_command_serves_a_builtin_scenario_until_interrupted() -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            RUN_COMMAND,
+            "sim-upstream",
+            "--scenario",
+            "cheap-openai",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first_line = process.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:\d+)", first_line)
+        assert match, first_line
+        state = request(match.group(1), "GET", "/_sim/state").json()
+        assert state["scenario"] == "cheap-openai"
+        assert state["fake_clock"] is False
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
