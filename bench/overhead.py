@@ -7,12 +7,14 @@ latency, and requests per second; plus the gateway's idle and loaded RSS and its
 start time (process start to the first `/healthz` answer).
 
 The upstreams and the gateway run as separate processes (`rungway sim-upstream`,
-`rungway serve`); the load comes from an aiohttp client in this process. Direct runs
-are measured before and after each gateway run and averaged, so drift in the machine's
-load does not land on the gateway. Everything is on 127.0.0.1 and every case is bounded
-in requests and seconds.
+`rungway serve`). The load comes from `wrk` when it is installed (`apt-get install wrk`):
+a load generator written in C leaves the two cores to the processes under test, where a
+Python one would take one of them and inflate every tail latency. Without wrk, an aiohttp
+client in this process stands in (`--load aiohttp`). Direct runs are measured before and
+after each gateway run and averaged, so drift in the machine's load does not land on the
+gateway. Everything is on 127.0.0.1 and every case is bounded in requests and seconds.
 
-    python bench/overhead.py [--quick] [--json-out FILE]
+    python bench/overhead.py [--quick] [--load wrk|aiohttp] [--json-out FILE]
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import asyncio
 import json
 import os
 import platform
+import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -245,6 +249,41 @@ async def _load(url: str, body: bytes, headers: dict[str, str], load: Load) -> S
     )
 
 
+_WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.body = io.open(os.getenv("RUNGWAY_BENCH_BODY"), "rb"):read()
+wrk.headers["content-type"] = "application/json"
+for pair in string.gmatch(os.getenv("RUNGWAY_BENCH_HEADERS") or "", "[^;]+") do
+  local name, value = pair:match("([^=]+)=(.*)")
+  wrk.headers[name] = value
+end
+"""
+_WRK_LATENCY = re.compile(r"^\s+(50|99)(?:\.000)?%\s+([\d.]+)(us|ms|s)\s*$", re.MULTILINE)
+_WRK_UNITS = {"us": 1.0, "ms": 1000.0, "s": 1_000_000.0}
+
+
+def _wrk(url: str, body: bytes, headers: dict[str, str], load: Load, folder: Path) -> Sample:
+    body_file = folder / "body.json"
+    body_file.write_bytes(body)
+    script = folder / "post.lua"
+    script.write_text(_WRK_SCRIPT)
+    extra = ";".join(f"{k}={v}" for k, v in headers.items() if k != "content-type")
+    env = {**os.environ, "RUNGWAY_BENCH_BODY": str(body_file), "RUNGWAY_BENCH_HEADERS": extra}
+    seconds = max(1, round(load.max_s / 2))
+    command = ["wrk", "-t1", f"-c{load.concurrency}", f"-d{seconds}s", "--latency"]
+    warm = [*command[:3], "-d1s", "-s", str(script), url]
+    subprocess.run(warm, env=env, capture_output=True, check=True)
+    done = subprocess.run(
+        [*command, "-s", str(script), url], env=env, capture_output=True, text=True, check=True
+    )
+    if "Non-2xx" in done.stdout or "Socket errors" in done.stdout:
+        raise RuntimeError(f"{url}: wrk saw failed requests:\n{done.stdout}")
+    found = {p: float(v) * _WRK_UNITS[u] for p, v, u in _WRK_LATENCY.findall(done.stdout)}
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", done.stdout).group(1))  # type: ignore[union-attr]
+    count = int(re.search(r"(\d+) requests in", done.stdout).group(1))  # type: ignore[union-attr]
+    return Sample(p50_us=found["50"], p99_us=found["99"], rps=rps, count=count)
+
+
 def _average(a: Sample, b: Sample) -> Sample:
     return Sample(
         (a.p50_us + b.p50_us) / 2, (a.p99_us + b.p99_us) / 2, (a.rps + b.rps) / 2, a.count + b.count
@@ -283,7 +322,7 @@ def _cold_start(config: Path, port: int, tries: int) -> float:
     return statistics.median(times)
 
 
-def run(quick: bool) -> dict[str, Any]:
+def run(quick: bool, load_tool: str) -> dict[str, Any]:
     """Run every case and return the results."""
     totals = {1: 1500, 16: 6000, 64: 6000} if not quick else {1: 400, 16: 1500, 64: 1500}
     max_s = 8.0 if not quick else 3.0
@@ -330,11 +369,15 @@ def run(quick: bool) -> dict[str, Any]:
                         body = api.body(stream)
                         load = Load(stream, level, totals[level], max_s)
                         direct_url = upstreams[api.name] + api.path
-                        before = asyncio.run(_load(direct_url, body, direct_headers, load))
-                        through = asyncio.run(
-                            _load(gateway_url + api.path, body, gateway_headers, load)
-                        )
-                        after = asyncio.run(_load(direct_url, body, direct_headers, load))
+
+                        def measure(url: str, headers: dict[str, str]) -> Sample:
+                            if load_tool == "wrk":
+                                return _wrk(url, body, headers, load, folder)  # noqa: B023
+                            return asyncio.run(_load(url, body, headers, load))  # noqa: B023
+
+                        before = measure(direct_url, direct_headers)
+                        through = measure(gateway_url + api.path, gateway_headers)
+                        after = measure(direct_url, direct_headers)
                         row = Row(api.name, stream, level, _average(before, after), through)
                         rows.append(row)
                         print(_format_row(row), flush=True)
@@ -345,6 +388,7 @@ def run(quick: bool) -> dict[str, Any]:
     return {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "executable": sys.executable,
+        "load": load_tool,
         "rows": [
             {**asdict(row), "added_p50_us": row.added_p50_us, "added_p99_us": row.added_p99_us}
             for row in rows
@@ -371,15 +415,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer requests per case")
     parser.add_argument("--json-out", type=Path, help="also write the results as JSON")
+    parser.add_argument(
+        "--load",
+        choices=("wrk", "aiohttp"),
+        default="wrk" if shutil.which("wrk") else "aiohttp",
+        help="load generator (default: wrk when installed)",
+    )
     args = parser.parse_args()
     uvloop.install()
-    print(f"python: {sys.executable} ({platform.python_version()})")
+    print(f"python: {sys.executable} ({platform.python_version()}); load: {args.load}")
     print(
         "| api | mode | concurrency | direct p50 / p99 µs | gateway p50 / p99 µs "
         "| added p50 / p99 µs | direct rps | gateway rps |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    results = run(args.quick)
+    results = run(args.quick, args.load)
     print(
         f"\ngateway RSS idle {results['idle_rss_mb']:.1f} MB, "
         f"loaded {results['loaded_rss_mb']:.1f} MB; cold start {results['cold_start_s']:.2f} s"

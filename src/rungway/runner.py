@@ -26,6 +26,10 @@ def uvicorn_config(
         "http": "httptools",
         "lifespan": "on",
         "access_log": False,
+        # No proxy in front is assumed: the client address is never used, so skip the
+        # middleware that would rewrite it on every request.
+        "proxy_headers": False,
+        "server_header": False,
         "log_level": "warning",
         "timeout_graceful_shutdown": 2,
     }

@@ -146,7 +146,3 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
-
-
-PASSTHROUGH_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "x-ratelimit-")
-"""Upstream response headers a client may read (quota warnings); forwarded as they are."""

@@ -143,7 +143,9 @@ class OpenAIChatWatcher:
             if failure is not None:
                 self.failure = failure
                 return EventKind.ERROR
-        if _USAGE.search(data):
+        # Every chunk of a stream that asked for usage says `"usage":null`; only the last
+        # carries an object. Substring tests rule out the rest before the regex runs.
+        if b'"usage"' in data and b'"usage":null' not in data and _USAGE.search(data):
             chunk = orjson.loads(data)
             self.usage = _usage(chunk.get("usage"))
             if self._strip_usage_chunk and not chunk.get("choices"):

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from rungway.app import build_gateway
 from rungway.config import ConfigError, Settings, check_bind, load_settings, read_secrets
+from rungway.runner import uvicorn_config
 
 err = Console(stderr=True)
 
@@ -36,13 +37,4 @@ def serve(
 def run(settings: Settings, secrets: dict[str, SecretStr], host: str, port: int) -> None:
     """Serve the gateway in the foreground until interrupted."""
     gateway = build_gateway(settings, secrets)
-    uvicorn.run(
-        gateway.app,
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_level="warning",
-    )
+    uvicorn.Server(uvicorn_config(gateway.app, host=host, port=port)).run()

@@ -43,7 +43,6 @@ _GIVE_UP_STATUS = {
     FailureClass.NETWORK: 502,
     FailureClass.CONTEXT_TOO_LONG: 400,
 }
-_PASSED_RESPONSE_HEADERS = ("anthropic-ratelimit-", "x-ratelimit-", "request-id", "x-request-id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +158,9 @@ class Engine:
             trail.reached = trail.reached or error.reached
             return Failure(FailureClass.NETWORK, str(error))
         trail.reached = True
-        headers = _json_headers(call, route) + _passed_headers(response.headers)
+        # Upstream rate-limit headers describe the gateway's account, not the client's, and
+        # would mislead a client the gateway is about to carry past that limit: not passed.
+        headers = _json_headers(call, route)
         if call.stream and response.status == 200:
             relay = StreamRelay(
                 response,
@@ -267,14 +268,6 @@ def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
         ("content-type", "application/json"),
         ("x-rungway-request-id", call.request_id),
         ("x-rungway-connection", route.connection.id),
-    ]
-
-
-def _passed_headers(headers: Mapping[str, str]) -> list[tuple[str, str]]:
-    return [
-        (name.lower(), value)
-        for name, value in headers.items()
-        if name.lower().startswith(_PASSED_RESPONSE_HEADERS)
     ]
 
 

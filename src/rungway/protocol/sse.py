@@ -7,7 +7,7 @@ comment lines (`: keep-alive`) and blank keep-alive lines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import orjson
 
@@ -23,9 +23,12 @@ def encode_event(data: object, event: str | None = None) -> bytes:
 DONE = b"data: [DONE]\n\n"
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
-    """One event as received: its name (if any), its joined data, and its raw bytes."""
+class SseEvent(NamedTuple):
+    """One event as received: its name (if any), its joined data, and its raw bytes.
+
+    A named tuple rather than a dataclass: a stream makes one per event, and a tuple is
+    built in C.
+    """
 
     event: str | None
     data: bytes
@@ -70,6 +73,14 @@ class SseSplitter:
 
 
 def _parse_block(block: bytes) -> SseEvent | None:
+    # Fast paths for the two shapes real upstreams send: `data: X` alone (OpenAI) and
+    # `event: N` then `data: X` (Anthropic, Responses), each line once, no comments.
+    if block.startswith(b"data: ") and block.count(b"\n") == 2:
+        return SseEvent(None, block[6:-2], block)
+    if block.startswith(b"event: ") and block.count(b"\n") == 3:
+        end = block.index(b"\n")
+        if block.startswith(b"data: ", end + 1):
+            return SseEvent(block[7:end].decode("utf-8", "replace"), block[end + 7 : -2], block)
     name: str | None = None
     data_lines: list[bytes] = []
     for line in block.split(b"\n"):

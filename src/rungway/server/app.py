@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,6 +31,7 @@ from rungway.server.asgi import (
     send_stream,
 )
 from rungway.server.auth import ClientKeys
+from rungway.server.ids import RequestIds
 
 log = logging.getLogger("rungway.server")
 
@@ -60,6 +60,7 @@ class GatewayApp:
         self._max_body = max_body_bytes
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
+        self._ids = RequestIds()
         self._routes: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/chat/completions"): self._chat_completions,
             ("POST", "/v1/messages"): self._messages,
@@ -141,7 +142,7 @@ class GatewayApp:
         count: bool = False,
     ) -> Call | None:
         """Check the key, size and shape of a request; answer the client and return None if bad."""
-        request_id = uuid.uuid4().hex
+        request_id = self._ids.new()
         headers = request_headers(scope)
         client_key = self._keys.identify(headers)
         if self._keys.required and client_key is None:
@@ -196,7 +197,7 @@ class GatewayApp:
     async def _models(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
         api = Api.ANTHROPIC_MESSAGES if "anthropic-version" in headers else Api.OPENAI_CHAT
-        request_id = uuid.uuid4().hex
+        request_id = self._ids.new()
         if self._keys.required and self._keys.identify(headers) is None:
             message = "send a valid client key as `Authorization: Bearer <key>` or `x-api-key`"
             await _refuse(send, api, request_id, Refusal(401, message, "invalid_api_key"))
@@ -219,7 +220,7 @@ class GatewayApp:
             refusal = Refusal(405, f"{scope['method']} is not allowed on {path}; use {allowed[0]}")
         else:
             refusal = Refusal(404, f"no such endpoint: {scope['method']} {path}", "not_found")
-        await _refuse(send, api, uuid.uuid4().hex, refusal)
+        await _refuse(send, api, self._ids.new(), refusal)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

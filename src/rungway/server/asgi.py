@@ -55,13 +55,25 @@ async def send_reply(send: Send, status: int, headers: Headers, body: bytes) -> 
     await send({"type": "http.response.body", "body": body})
 
 
+WATCH_AFTER_S = 0.5
+"""How long a stream runs before the gateway starts listening for the client hanging up."""
+
+
 async def send_stream(
     send: Send, receive: Receive, status: int, headers: Headers, body: AsyncIterator[bytes]
 ) -> None:
-    """Send a streaming response, stopping the body as soon as the client disconnects."""
+    """Send a streaming response, stopping the body soon after the client disconnects.
+
+    Listening for a disconnect takes a task of its own. It is started only once the stream
+    has run for `WATCH_AFTER_S`: most streams a client abandons are long ones, a short
+    stream then costs no task at all, and a client that hangs up earlier is still noticed
+    within that half second, because the disconnect waits in the receive queue.
+    """
     task = asyncio.current_task()
     assert task is not None
+    loop = asyncio.get_running_loop()
     gone = False
+    watcher: asyncio.Task[None] | None = None
 
     async def watch_disconnect() -> None:
         nonlocal gone
@@ -70,7 +82,11 @@ async def send_stream(
         gone = True
         task.cancel()
 
-    watcher = asyncio.get_running_loop().create_task(watch_disconnect())
+    def start_watching() -> None:
+        nonlocal watcher
+        watcher = loop.create_task(watch_disconnect())
+
+    timer = loop.call_later(WATCH_AFTER_S, start_watching)
     raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
     try:
         await send({"type": "http.response.start", "status": status, "headers": raw})
@@ -82,9 +98,11 @@ async def send_stream(
             raise
         task.uncancel()
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        timer.cancel()
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         if gone:
             await _close(body)
 
