@@ -104,4 +104,5 @@ def _explain(port: int, config_path: Path, sims: list[SimUpstream]) -> None:
         f"  ANTHROPIC_BASE_URL={base} ANTHROPIC_AUTH_TOKEN=demo claude\n\n"
         "Every response names its connection in [cyan]x-rungway-connection[/]. Ctrl-C stops.",
         highlight=False,
+        soft_wrap=True,
     )
