@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -37,4 +38,7 @@ def serve(
 def run(settings: Settings, secrets: dict[str, SecretStr], host: str, port: int) -> None:
     """Serve the gateway in the foreground until interrupted."""
     gateway = build_gateway(settings, secrets)
-    uvicorn.Server(uvicorn_config(gateway.app, host=host, port=port)).run()
+    # The server shuts down gracefully on Ctrl-C and then re-raises the signal; an
+    # interrupt the user asked for is a normal end, not an error.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(uvicorn_config(gateway.app, host=host, port=port)).run()
