@@ -21,7 +21,7 @@ from rungway.engine.upstream import UpstreamClient, UpstreamTimeout, UpstreamUnr
 from rungway.protocol import anthropic_messages, openai_chat
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
-from rungway.routing.resolve import ModelTable, Resolution, Target
+from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 
 _STREAM_ERROR_EVENTS = {
     Api.OPENAI_CHAT: openai_chat.stream_error_event,
@@ -54,6 +54,14 @@ class Route:
     adapter: Adapter
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The resolved model and the routes to try, in order."""
+
+    resolution: Resolution
+    routes: list[Route]
+
+
 class Engine:
     """Turns a checked client request into an upstream response."""
 
@@ -71,7 +79,18 @@ class Engine:
         self._client = client
         self._recorder = recorder
 
-    def routes(self, call_api: Api, resolution: Resolution) -> list[Route] | Refusal:
+    def plan(self, call: Call) -> Plan | Refusal:
+        """Where the request may go, or why it cannot go anywhere."""
+        try:
+            resolution = self.table.resolve(call.body["model"])
+        except UnknownModel as error:
+            return Refusal(404, str(error), "model_not_found")
+        routes = self._routes(call.api, resolution)
+        if isinstance(routes, Refusal):
+            return routes
+        return Plan(resolution, routes)
+
+    def _routes(self, call_api: Api, resolution: Resolution) -> list[Route] | Refusal:
         """The connections that can take this request, or why none can."""
         routes: list[Route] = []
         apis: set[Api] = set()
@@ -91,10 +110,10 @@ class Engine:
             code="model_not_available_on_this_api",
         )
 
-    async def complete(self, call: Call, resolution: Resolution, routes: list[Route]) -> Outcome:
+    async def complete(self, call: Call, plan: Plan) -> Outcome:
         """Try each route in order until one answers; record the request once it has ended."""
-        trail = _Trail(call, resolution)
-        for route in routes:
+        trail = _Trail(call, plan.resolution)
+        for route in plan.routes:
             started = time.perf_counter()
             result = await self._attempt(call, route, trail)
             if not isinstance(result, Failure):
@@ -118,9 +137,9 @@ class Engine:
                 return Reply(result.status or 400, _json_headers(call, route), result.body or b"")
         return self._give_up(trail)
 
-    async def count_tokens(self, call: Call, routes: list[Route]) -> Outcome | None:
+    async def count_tokens(self, call: Call, plan: Plan) -> Outcome | None:
         """Forward a token count to the first route that has the endpoint, or return None."""
-        for route in routes:
+        for route in plan.routes:
             request = route.adapter.count_tokens_request(
                 route.connection,
                 raw_body=call.raw_body,

@@ -9,7 +9,7 @@ import orjson
 
 from rungway.protocol.failures import FailureClass
 
-_ERROR_TYPES = {
+ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
     402: "billing_error",
@@ -17,8 +17,10 @@ _ERROR_TYPES = {
     404: "not_found_error",
     413: "request_too_large",
     429: "rate_limit_error",
+    500: "api_error",
     529: "overloaded_error",
 }
+"""Anthropic's `error.type` for each HTTP status it uses."""
 
 _STREAM_ERROR_TYPES = {
     FailureClass.OVERLOADED: "overloaded_error",
@@ -53,7 +55,7 @@ def check_request(body: dict[str, Any], *, count_tokens: bool = False) -> str | 
 
 def error_body(status: int, message: str, request_id: str | None = None) -> bytes:
     """An error in Anthropic's shape: `{"type": "error", "error": {"type", "message"}}`."""
-    kind = _ERROR_TYPES.get(status, "api_error")
+    kind = ERROR_TYPES.get(status, "api_error")
     payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
     if request_id is not None:
         payload["request_id"] = request_id

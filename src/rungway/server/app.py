@@ -17,7 +17,6 @@ from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
 from rungway.protocol import anthropic_messages, openai_chat
 from rungway.protocol.api import Api
-from rungway.routing.resolve import UnknownModel
 from rungway.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -94,16 +93,11 @@ class GatewayApp:
         call = await self._accept(api, scope, receive, send, started)
         if call is None:
             return
-        try:
-            resolution = self._engine.table.resolve(call.body["model"])
-        except UnknownModel as error:
-            await _refuse(send, api, call.request_id, Refusal(404, str(error), "model_not_found"))
+        plan = self._engine.plan(call)
+        if isinstance(plan, Refusal):
+            await _refuse(send, api, call.request_id, plan)
             return
-        routes = self._engine.routes(api, resolution)
-        if isinstance(routes, Refusal):
-            await _refuse(send, api, call.request_id, routes)
-            return
-        outcome = await self._engine.complete(call, resolution, routes)
+        outcome = await self._engine.complete(call, plan)
         await _deliver(send, receive, api, call.request_id, outcome)
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -111,15 +105,13 @@ class GatewayApp:
         call = await self._accept(api, scope, receive, send, time.perf_counter(), count=True)
         if call is None:
             return
-        try:
-            resolution = self._engine.table.resolve(call.body["model"])
-        except UnknownModel as error:
-            await _refuse(send, api, call.request_id, Refusal(404, str(error), "model_not_found"))
+        plan = self._engine.plan(call)
+        if isinstance(plan, Refusal) and plan.status == 404:
+            await _refuse(send, api, call.request_id, plan)
             return
-        routes = self._engine.routes(api, resolution)
         outcome = None
-        if not isinstance(routes, Refusal):
-            outcome = await self._engine.count_tokens(call, routes)
+        if not isinstance(plan, Refusal):
+            outcome = await self._engine.count_tokens(call, plan)
         if outcome is None:
             # No upstream could count: estimate at four bytes of JSON per token, which is
             # what clients use the figure for (deciding when to compact a conversation).

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from starlette.types import Receive, Scope, Send
 
+from rungway.protocol.anthropic_messages import ERROR_TYPES
 from rungway.protocol.sse import encode_event
 from rungway.sim.completion import Completion, estimate_input_tokens
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
@@ -28,17 +29,6 @@ OAUTH_BETA = "oauth-2025-04-20"
 # Models are listed with a fixed creation date: nothing reads it but clients parse it.
 MODEL_CREATED_AT = "2025-09-29T00:00:00Z"
 
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
-}
 ERROR_MESSAGES = {
     400: "Invalid request.",
     401: "invalid x-api-key",
