@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import platformdirs
+import yaml
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection
 from rungway.adapters.registry import provider_entry
+from rungway.clock import Clock, SystemClock
 from rungway.config import Settings
-from rungway.engine.dispatch import Engine
+from rungway.engine.dispatch import Engine, LadderInputs
+from rungway.engine.state import NoTelemetry, StateSource
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
+from rungway.pricing import classify_tier
+from rungway.routing.billing import BillingClass, Catalog, CatalogEntry
+from rungway.routing.capabilities import model_categories
 from rungway.routing.resolve import ConnectionFacts, ModelTable
+from rungway.routing.rungs import rung_for
+from rungway.routing.snapshot import Roster, RosterConnection, ServedModel
 from rungway.server.app import GatewayApp
 from rungway.server.auth import ClientKeys
 
@@ -35,7 +44,12 @@ class Gateway:
 
 
 def build_gateway(
-    settings: Settings, secrets: dict[str, SecretStr], *, ledger: MemoryLedger | None = None
+    settings: Settings,
+    secrets: dict[str, SecretStr],
+    *,
+    ledger: MemoryLedger | None = None,
+    clock: Clock | None = None,
+    state: StateSource | None = None,
 ) -> Gateway:
     """Wire settings and secrets into a ready-to-serve gateway."""
     connections = {
@@ -56,7 +70,14 @@ def build_gateway(
     store = ledger or SqliteLedger(settings.ledger.path or default_ledger_path())
     client = UpstreamClient(settings.timeouts)
     engine = Engine(
-        table, connections, lambda provider: provider_entry(provider).adapter, client, store
+        table=table,
+        ladder=LadderInputs(
+            build_roster(settings), settings.ladder, clock or SystemClock(), state or NoTelemetry()
+        ),
+        connections=connections,
+        adapter_for=lambda provider: provider_entry(provider).adapter,
+        client=client,
+        recorder=store,
     )
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
@@ -70,6 +91,54 @@ def build_gateway(
 
     app = GatewayApp(engine, keys, settings.server.max_body_bytes, startup, shutdown)
     return Gateway(app, store)
+
+
+def builtin_catalog() -> list[CatalogEntry]:
+    """The curated billing catalog shipped in the package."""
+    text = resources.files("rungway.routing").joinpath("billing_catalog.yaml").read_text()
+    return [
+        CatalogEntry(
+            provider=entry["provider"],
+            auth=entry.get("auth"),
+            billing=BillingClass(entry["billing"]),
+            overage=entry["overage"],
+            reason=" ".join(entry["reason"].split()),
+        )
+        for entry in yaml.safe_load(text)
+    ]
+
+
+def build_roster(settings: Settings) -> Roster:
+    """Every connection's static ladder facts: billing, and per model its rung and tier."""
+    operator = [
+        CatalogEntry(e.provider, e.auth, e.billing, e.overage, e.reason, source="config")
+        for e in settings.billing
+    ]
+    catalog = Catalog([*operator, *builtin_catalog()])
+    extra = {pattern: frozenset(cats) for pattern, cats in settings.capabilities.items()}
+    connections = []
+    for config in settings.connections:
+        billing = catalog.classify(config.provider, config.auth.value)
+        served = []
+        for model in config.models:
+            verdict = classify_tier(config.provider, model, settings.tiers)
+            price = verdict.price.input_per_mtok if verdict.price is not None else None
+            served.append(
+                ServedModel(
+                    model,
+                    rung_for(billing, verdict.tier),
+                    verdict.tier,
+                    float(price) if price is not None else None,
+                    model_categories(model, extra),
+                )
+            )
+        api = provider_entry(config.provider).adapter.api.value
+        connections.append(
+            RosterConnection(
+                config.id, config.provider, config.auth.value, api, billing, tuple(served)
+            )
+        )
+    return Roster(connections)
 
 
 def settle_heap() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -25,6 +24,11 @@ from pydantic import (
     model_validator,
 )
 
+from rungway.pricing import TierSettings
+from rungway.routing.autoid import BadAutoId, Category, is_auto_id, parse_auto_id
+from rungway.routing.billing import BillingClass, Overage
+from rungway.routing.settings import LadderSettings
+
 Provider = Literal[
     "anthropic",
     "anthropic-compatible",
@@ -39,7 +43,6 @@ Provider = Literal[
 
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 
-AUTO_ID = re.compile(r"^auto(/[a-z]+(:[a-z]+)?)?$")
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
@@ -137,10 +140,24 @@ class LedgerSettings(_Frozen):
     path: Path | None = None
 
 
+class BillingEntryConfig(_Frozen):
+    """An operator's billing catalog entry; it wins over the built-in ones."""
+
+    provider: Annotated[str, Field(min_length=1)]
+    auth: Auth | None = None
+    billing: BillingClass
+    overage: Overage | Literal["live"]
+    reason: Annotated[str, Field(min_length=1)]
+
+
 class Settings(_Frozen):
     """The whole configuration."""
 
     server: ServerSettings = ServerSettings()
+    ladder: LadderSettings = LadderSettings()
+    tiers: TierSettings = TierSettings()
+    billing: tuple[BillingEntryConfig, ...] = ()
+    capabilities: dict[str, tuple[Category, ...]] = Field(default_factory=dict)
     timeouts: TimeoutSettings = TimeoutSettings()
     ledger: LedgerSettings = LedgerSettings()
     connections: tuple[ConnectionConfig, ...]
@@ -153,11 +170,11 @@ class Settings(_Frozen):
         for name, target in aliases.items():
             if not target:
                 raise ValueError(f"alias {name!r} maps to an empty name")
-            if target.startswith("auto") and not AUTO_ID.match(target):
-                raise ValueError(
-                    f"alias {name!r} maps to {target!r}, which is not an auto id "
-                    "(auto, auto/<tier>, auto/<category> or auto/<category>:<tier>)"
-                )
+            if is_auto_id(target):
+                try:
+                    parse_auto_id(target)
+                except BadAutoId as error:
+                    raise ValueError(f"alias {name!r}: {error}") from None
             if target in aliases:
                 raise ValueError(
                     f"alias {name!r} maps to {target!r}, which is itself an alias; "

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from rungway.app import Gateway, build_gateway
-from rungway.clock import FakeClock
+from rungway.clock import Clock, FakeClock
 from rungway.config import parse_settings, read_secrets
+from rungway.engine.state import StateSource
 from rungway.ledger.sqlite import SqliteLedger, read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
@@ -137,7 +138,9 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
     """Start a gateway in front of `sims`; keyword arguments override config sections."""
     servers: list[BackgroundServer] = []
 
-    def start(**overrides: Any) -> RunningGateway:
+    def start(
+        *, state: StateSource | None = None, clock: Clock | None = None, **overrides: Any
+    ) -> RunningGateway:
         secrets = {"plan": PLAN_TOKEN, "api": API_KEY, "cheap": CHEAP_KEY, "backup": BACKUP_KEY}
         for name, value in secrets.items():
             (tmp_path / f"{name}.secret").write_text(value)
@@ -173,7 +176,7 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
         }
         document.update(overrides)
         settings = parse_settings(document)
-        gateway = build_gateway(settings, read_secrets(settings))
+        gateway = build_gateway(settings, read_secrets(settings), state=state, clock=clock)
         server = BackgroundServer(uvicorn_config(gateway.app), name="gateway-under-test")
         servers.append(server)
         return RunningGateway(server.start(), gateway, ledger_path)

@@ -35,7 +35,7 @@ def _openai_error(response: httpx.Response) -> dict[str, Any]:
 def _anthropic_error(response: httpx.Response) -> dict[str, Any]:
     body = response.json()
     assert body["type"] == "error"
-    assert set(body["error"]) == {"type", "message"}
+    assert {"type", "message"} <= set(body["error"]) <= {"type", "message", "code"}
     return dict(body["error"])
 
 

@@ -83,7 +83,7 @@ def test_a_good_file_loads_and_reads_its_secret_from_the_referenced_file(tmp_pat
                 "connections": [{"id": "a", "provider": "ollama", "auth": "none", "models": ["m"]}],
                 "aliases": {"x": "auto/fast:"},
             },
-            "aliases: alias 'x' maps to 'auto/fast:', which is not an auto id",
+            "aliases: alias 'x': 'auto/fast:' is not an auto id",
         ),
         (
             {

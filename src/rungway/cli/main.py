@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from rungway.cli.demo import demo
+from rungway.cli.explain import explain
 from rungway.cli.serve import serve
 from rungway.cli.sim_upstream import sim_upstream
 
@@ -18,6 +19,7 @@ app = typer.Typer(
 app.command("serve")(serve)
 app.command("demo")(demo)
 app.command("sim-upstream")(sim_upstream)
+app.command("explain")(explain)
 
 
 def main() -> None:

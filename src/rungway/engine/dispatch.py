@@ -14,14 +14,22 @@ from dataclasses import dataclass, field
 import orjson
 
 from rungway.adapters.base import Adapter, Connection, Usage
+from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.relay import StreamRelay
+from rungway.engine.state import StateSource
 from rungway.engine.upstream import UpstreamClient, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol import anthropic_messages, openai_chat
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
+from rungway.routing.autoid import BadAutoId, Ladder
+from rungway.routing.ladder import RouteRequest, plan_route
+from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
+from rungway.routing.rungs import Rung
+from rungway.routing.settings import LadderSettings
+from rungway.routing.snapshot import Roster, Snapshot
 
 _STREAM_ERROR_EVENTS = {
     Api.OPENAI_CHAT: openai_chat.stream_error_event,
@@ -52,14 +60,26 @@ class Route:
     target: Target
     connection: Connection
     adapter: Adapter
+    rung: Rung | None
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The resolved model and the routes to try, in order."""
+    """The resolved model, the routes to try in order, and the route plan behind them."""
 
     resolution: Resolution
     routes: list[Route]
+    route_plan: RoutePlan
+
+
+@dataclass(frozen=True, slots=True)
+class LadderInputs:
+    """What the engine needs to run the ladder: the roster, its settings, time and state."""
+
+    roster: Roster
+    settings: LadderSettings
+    clock: Clock
+    state: StateSource
 
 
 class Engine:
@@ -67,17 +87,25 @@ class Engine:
 
     def __init__(
         self,
+        *,
         table: ModelTable,
+        ladder: LadderInputs,
         connections: Mapping[str, Connection],
         adapter_for: Callable[[str], Adapter],
         client: UpstreamClient,
         recorder: Recorder,
     ) -> None:
         self.table = table
+        self._ladder = ladder
         self._connections = connections
         self._adapter_for = adapter_for
         self._client = client
         self._recorder = recorder
+        self._rungs = {
+            (connection.id, served.model): served.rung
+            for connection in ladder.roster.connections.values()
+            for served in connection.models
+        }
 
     def plan(self, call: Call) -> Plan | Refusal:
         """Where the request may go, or why it cannot go anywhere."""
@@ -85,23 +113,60 @@ class Engine:
             resolution = self.table.resolve(call.body["model"])
         except UnknownModel as error:
             return Refusal(404, str(error), "model_not_found")
-        routes = self._routes(call.api, resolution)
-        if isinstance(routes, Refusal):
-            return routes
-        return Plan(resolution, routes)
+        except BadAutoId as error:
+            return Refusal(400, str(error), "invalid_auto_id")
+        if resolution.auto is not None:
+            return self._ladder_plan(call, resolution)
+        return self._named_plan(call.api, resolution)
 
-    def _routes(self, call_api: Api, resolution: Resolution) -> list[Route] | Refusal:
-        """The connections that can take this request, or why none can."""
+    def _ladder_plan(self, call: Call, resolution: Resolution) -> Plan | Refusal:
+        spec = resolution.auto
+        assert spec is not None
+        ladder = self._ladder
+        now = ladder.clock.now()
+        snapshot = Snapshot(
+            ladder.roster, ladder.state.connection_states(), ladder.state.rung_spend()
+        )
+        request = RouteRequest(resolution.requested, spec, call.api.value)
+        route_plan = plan_route(request, ladder.settings, snapshot, now)
+        routes = [
+            self._route(Target(connection_id, candidate.model), candidate.rung)
+            for candidate in route_plan.candidates
+            for connection_id in candidate.connection_ids
+        ]
+        if routes:
+            return Plan(resolution, routes, route_plan)
+        return _empty_pool(route_plan, spec.ladder, spec.id, now)
+
+    def _route(self, target: Target, rung: Rung | None) -> Route:
+        connection = self._connections[target.connection_id]
+        return Route(target, connection, self._adapter_for(connection.provider), rung)
+
+    def _named_plan(self, call_api: Api, resolution: Resolution) -> Plan | Refusal:
+        """The connections that can take a request for a named model, or why none can."""
         routes: list[Route] = []
+        skipped: list[Skip] = []
         apis: set[Api] = set()
         for target in resolution.targets:
-            connection = self._connections[target.connection_id]
-            adapter = self._adapter_for(connection.provider)
-            apis.add(adapter.api)
-            if adapter.api is call_api:
-                routes.append(Route(target, connection, adapter))
+            route = self._route(target, self._rungs.get((target.connection_id, target.model)))
+            apis.add(route.adapter.api)
+            if route.adapter.api is call_api:
+                routes.append(route)
+            else:
+                detail = f"speaks {route.adapter.api}, the request came in as {call_api}"
+                skipped.append(Skip(SkipReason.API_MISMATCH, detail, target.connection_id))
         if routes:
-            return routes
+            candidates = tuple(
+                Candidate(
+                    route.connection.provider,
+                    route.target.model,
+                    route.rung if route.rung is not None else Rung.PREMIUM,
+                    (route.connection.id,),
+                )
+                for route in routes
+            )
+            route_plan = RoutePlan(resolution.requested, None, None, candidates, tuple(skipped))
+            return Plan(resolution, routes, route_plan)
         spoken = " or ".join(sorted(_API_NAMES[api] for api in apis))
         return Refusal(
             400,
@@ -112,7 +177,7 @@ class Engine:
 
     async def complete(self, call: Call, plan: Plan) -> Outcome:
         """Try each route in order until one answers; record the request once it has ended."""
-        trail = _Trail(call, plan.resolution)
+        trail = _Trail(call, plan.resolution, plan.route_plan)
         for route in plan.routes:
             started = time.perf_counter()
             result = await self._attempt(call, route, trail)
@@ -135,6 +200,9 @@ class Engine:
             if result.returns_to_client:
                 self._record(trail, route, result.kind.value, result.status or 400)
                 return Reply(result.status or 400, _json_headers(call, route), result.body or b"")
+            if result.kind is FailureClass.CONTEXT_TOO_LONG and plan.route_plan.ladder is None:
+                # A named model has no larger-context alternative on another connection.
+                break
         return self._give_up(trail)
 
     async def count_tokens(self, call: Call, plan: Plan) -> Outcome | None:
@@ -241,7 +309,11 @@ class Engine:
         if trail.reached:
             self._record(trail, None, last.outcome, status)
         retry_after = trail.retry_after_s if status == 429 else None
-        return Refusal(status, message, code=f"upstream_{last.outcome}", retry_after_s=retry_after)
+        code = f"upstream_{last.outcome}"
+        if trail.route_plan.ladder is Ladder.SUBSCRIPTION:
+            # Every verified plan connection failed at run time: still never a paid fallback.
+            code = "subscription_unavailable"
+        return Refusal(status, message, code=code, retry_after_s=retry_after)
 
     def _record(self, trail: _Trail, route: Route | None, outcome: str, status: int) -> None:
         call = trail.call
@@ -265,6 +337,8 @@ class Engine:
                 ttfb_ms=_ms(trail.ttfb - call.started) if trail.ttfb else None,
                 usage=trail.usage,
                 attempts=tuple(trail.attempts),
+                rung=route.rung.label if route is not None and route.rung is not None else None,
+                plan=trail.route_plan.to_json(),
             )
         )
 
@@ -275,6 +349,7 @@ class _Trail:
 
     call: Call
     resolution: Resolution
+    route_plan: RoutePlan
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ttfb: float | None = None
@@ -283,11 +358,34 @@ class _Trail:
 
 
 def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
-    return [
+    headers = [
         ("content-type", "application/json"),
         ("x-rungway-request-id", call.request_id),
         ("x-rungway-connection", route.connection.id),
     ]
+    if route.rung is not None:
+        headers.append(("x-rungway-rung", route.rung.label))
+    return headers
+
+
+def _empty_pool(plan: RoutePlan, ladder: Ladder, auto_id: str, now: float) -> Refusal:
+    """The answer when the ladder leaves nothing: never a fallback to another billing class."""
+    reasons = "; ".join(_describe(skip) for skip in plan.skipped[:12])
+    more = f" (and {len(plan.skipped) - 12} more)" if len(plan.skipped) > 12 else ""
+    if ladder is not Ladder.SUBSCRIPTION:
+        return Refusal(503, f"no connection can serve {auto_id}: {reasons}{more}", "no_route")
+    message = f"no plan connection can serve {auto_id} without billing: {reasons}{more}"
+    if plan.subscription_exhausted:
+        wait = None if plan.earliest_reset is None else max(1.0, plan.earliest_reset - now)
+        return Refusal(429, message, "subscription_unavailable", retry_after_s=wait)
+    return Refusal(503, message, "subscription_unavailable")
+
+
+def _describe(skip: Skip) -> str:
+    subject = skip.connection_id or skip.model or (skip.rung.label if skip.rung else "?")
+    if skip.connection_id and skip.model:
+        subject = f"{skip.connection_id} ({skip.model})"
+    return f"{subject}: {skip.reason} ({skip.detail})"
 
 
 def _ms(seconds: float) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from rungway.adapters.base import Usage
 
@@ -39,6 +39,9 @@ class RequestRecord:
     ttfb_ms: float | None
     usage: Usage = field(default_factory=Usage)
     attempts: tuple[Attempt, ...] = ()
+    rung: str | None = None
+    plan: dict[str, Any] | None = None
+    """The route plan: candidates in order and every skip with its reason."""
 
 
 class Recorder(Protocol):

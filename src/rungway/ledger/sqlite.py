@@ -19,7 +19,7 @@ import orjson
 
 from rungway.engine.record import RequestRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
     request_id TEXT PRIMARY KEY,
@@ -41,14 +41,20 @@ CREATE TABLE IF NOT EXISTS requests (
     cache_read_tokens INTEGER NOT NULL,
     cache_write_tokens INTEGER NOT NULL,
     reasoning_tokens INTEGER NOT NULL,
-    attempts TEXT NOT NULL
+    attempts TEXT NOT NULL,
+    rung TEXT,
+    plan TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_started_at ON requests (started_at);
 """
 _INSERT = (
     "INSERT OR REPLACE INTO requests VALUES "
-    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_MIGRATIONS = {
+    # version reached -> statements that reach it from the one before
+    2: ("ALTER TABLE requests ADD COLUMN rung TEXT", "ALTER TABLE requests ADD COLUMN plan TEXT"),
+}
 _BATCH = 512
 _GATHER_S = 0.05
 log = logging.getLogger("rungway.ledger")
@@ -62,6 +68,12 @@ def connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA busy_timeout=5000")
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'requests'").fetchone()
+    if exists:
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in _MIGRATIONS.get(target, ()):
+                db.execute(statement)
     db.executescript(_SCHEMA)
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return db
@@ -154,6 +166,8 @@ def _row(record: RequestRecord) -> tuple[Any, ...]:
         usage.cache_write_tokens,
         usage.reasoning_tokens,
         orjson.dumps(attempts).decode(),
+        record.rung,
+        orjson.dumps(record.plan).decode() if record.plan is not None else None,
     )
 
 
@@ -167,4 +181,27 @@ def read_rows(path: Path, limit: int = 100) -> list[dict[str, Any]]:
         ).fetchall()
     finally:
         db.close()
-    return [{**dict(row), "attempts": orjson.loads(row["attempts"])} for row in rows]
+    return [_decoded(row) for row in rows]
+
+
+def read_row(path: Path, request_id: str) -> dict[str, Any] | None:
+    """One row by request id (a unique prefix of it is enough), or None."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    try:
+        rows = db.execute(
+            "SELECT * FROM requests WHERE substr(request_id, 1, ?) = ? LIMIT 2",
+            (len(request_id), request_id),
+        ).fetchall()
+    finally:
+        db.close()
+    return _decoded(rows[0]) if len(rows) == 1 else None
+
+
+def _decoded(row: sqlite3.Row) -> dict[str, Any]:
+    plan = row["plan"]
+    return {
+        **dict(row),
+        "attempts": orjson.loads(row["attempts"]),
+        "plan": orjson.loads(plan) if plan else None,
+    }

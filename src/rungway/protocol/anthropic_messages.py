@@ -53,10 +53,19 @@ def check_request(body: dict[str, Any], *, count_tokens: bool = False) -> str | 
     return None
 
 
-def error_body(status: int, message: str, request_id: str | None = None) -> bytes:
-    """An error in Anthropic's shape: `{"type": "error", "error": {"type", "message"}}`."""
+def error_body(
+    status: int, message: str, code: str | None = None, request_id: str | None = None
+) -> bytes:
+    """An error in Anthropic's shape: `{"type": "error", "error": {"type", "message"}}`.
+
+    The gateway's own `code` (such as `subscription_unavailable`) rides along in `error`,
+    where clients that know it can read it and the rest ignore it.
+    """
     kind = ERROR_TYPES.get(status, "api_error")
-    payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if code is not None:
+        error["code"] = code
+    payload: dict[str, Any] = {"type": "error", "error": error}
     if request_id is not None:
         payload["request_id"] = request_id
     return orjson.dumps(payload)

@@ -6,6 +6,7 @@ Resolution order for a requested name:
    in config order; this comes first because model names may contain `/`;
 3. `connection-id/model` goes to that connection only;
 4. `provider/model` goes to that provider's connections that serve the model.
+An `auto` id (after aliasing) goes to the ladder; a malformed one raises `BadAutoId`.
 Anything else is unknown, and the error says what is available.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+
+from rungway.routing.autoid import AutoSpec, advertised_auto_ids, is_auto_id, parse_auto_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +38,12 @@ class Target:
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """Where a requested model name may go, in order."""
+    """Where a requested model name may go: named targets in order, or the ladder."""
 
     requested: str
     resolved: str
     targets: tuple[Target, ...]
+    auto: AutoSpec | None = None
 
 
 class UnknownModel(Exception):
@@ -66,16 +70,14 @@ class ModelTable:
             for model, ids in sorted(self._by_model.items())
         ]
         listed += [(alias, "rungway") for alias in sorted(self._exact_aliases)]
+        listed += [(auto, "rungway") for auto in advertised_auto_ids()]
         return listed
 
     def resolve(self, requested: str) -> Resolution:
         """Resolve `requested` to its targets or raise `UnknownModel`."""
         name = self._alias(requested)
-        if name.startswith("auto/") or name == "auto":
-            raise UnknownModel(
-                f"the ladder id {name!r} is not available yet; request a model by name, "
-                "`provider/model` or `connection-id/model`"
-            )
+        if is_auto_id(name):
+            return Resolution(requested, name, (), parse_auto_id(name))
         ids = self._by_model.get(name)
         if ids:
             return Resolution(requested, name, tuple(Target(cid, name) for cid in ids))

@@ -248,7 +248,7 @@ async def _deliver(
 
 async def _refuse(send: Send, api: Api, request_id: str, refusal: Refusal) -> None:
     if api is Api.ANTHROPIC_MESSAGES:
-        body = anthropic_messages.error_body(refusal.status, refusal.message)
+        body = anthropic_messages.error_body(refusal.status, refusal.message, refusal.code)
     else:
         body = openai_chat.error_body(refusal.status, refusal.message, refusal.code)
     headers = _base_headers(request_id) + list(refusal.headers)

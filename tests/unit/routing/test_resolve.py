@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rungway.routing.autoid import AutoSpec, BadAutoId, Category, Ladder
 from rungway.routing.resolve import ConnectionFacts, ModelTable, Target, UnknownModel
 
 TABLE = ModelTable(
@@ -67,9 +68,18 @@ def test_connection_that_does_not_serve_the_model_says_what_it_serves() -> None:
         TABLE.resolve("api/claude-haiku-4-5")
 
 
-def test_ladder_ids_are_refused_with_a_clear_message() -> None:
-    with pytest.raises(UnknownModel, match="ladder id 'auto/thrifty'"):
-        TABLE.resolve("smart")
+def test_auto_ids_and_aliases_to_them_go_to_the_ladder() -> None:
+    resolution = TABLE.resolve("smart")
+    assert resolution.auto == AutoSpec(Ladder.THRIFTY, None)
+    assert resolution.targets == ()
+    assert TABLE.resolve("auto/coding:subscription").auto == AutoSpec(
+        Ladder.SUBSCRIPTION, Category.CODING
+    )
+
+
+def test_a_malformed_auto_id_says_what_is_valid() -> None:
+    with pytest.raises(BadAutoId, match="auto/<category>:<tier>"):
+        TABLE.resolve("auto/fastest")
 
 
 def test_model_listing_includes_aliases_but_not_patterns() -> None:
@@ -77,3 +87,4 @@ def test_model_listing_includes_aliases_but_not_patterns() -> None:
     assert "sonnet" in names
     assert "claude-haiku-*" not in names
     assert names.count("claude-sonnet-4-5") == 1
+    assert {"auto", "auto/subscription", "auto/thrifty", "auto/coding:subscription"} <= set(names)

@@ -1,0 +1,147 @@
+"""List prices per million tokens for a (provider, model), read from genai-prices' bundled data.
+
+Lookups never touch the network: they read a snapshot built here from the price table that
+ships inside the genai-prices wheel, never the library's process-wide "current" snapshot, which
+its optional background updater would replace with fetched data. Nothing here starts that
+updater.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from functools import cache, lru_cache
+from typing import Final
+
+from genai_prices.data_snapshot import DataSnapshot
+from genai_prices.types import ModelInfo, StartDateConstraint, TieredPrices, TimeOfDateConstraint
+from genai_prices.types import ModelPrice as ListedPrice
+
+__all__ = ["KNOWN_PROVIDERS", "PRICE_SOURCE", "ModelPrice", "list_price"]
+
+PRICE_SOURCE: Final = "genai-prices"
+"""`ModelPrice.source` of every price read from the bundled genai-prices table."""
+
+# Our provider name -> the genai-prices provider id that lists its prices. A provider missing
+# from this table and from _UNPRICED (the `*-compatible` endpoints, anything unknown) is matched
+# by model name alone, with genai-prices' own model-to-provider matching.
+_PRICE_PROVIDER: Final[Mapping[str, str]] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "codex": "openai",  # the ChatGPT backend serves OpenAI's models at OpenAI's list prices
+    "deepseek": "deepseek",
+    "gemini": "google",
+    "groq": "groq",
+    "openrouter": "openrouter",
+}
+
+# Providers whose models have no per-token list price: copilot is billed by plan (the billing
+# catalog covers its overage), ollama runs models locally.
+_UNPRICED: Final = frozenset({"copilot", "ollama"})
+
+KNOWN_PROVIDERS: Final = frozenset(
+    {*_PRICE_PROVIDER, *_UNPRICED, "anthropic-compatible", "openai-compatible"}
+)
+"""Every provider name rungway knows; used to tell `provider/glob` override keys apart."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """A model's list price in US dollars per million tokens."""
+
+    input_per_mtok: Decimal
+    output_per_mtok: Decimal
+    cache_read_per_mtok: Decimal | None
+    cache_write_per_mtok: Decimal | None
+    source: str
+
+    @property
+    def is_zero(self) -> bool:
+        """True when both input and output tokens cost nothing."""
+        return self.input_per_mtok == 0 and self.output_per_mtok == 0
+
+
+def list_price(provider: str, model: str, *, on: date | None = None) -> ModelPrice | None:
+    """Return the list price of `model` at `provider` in force on `on` (default: today, UTC)."""
+    return _lookup(provider, model, datetime.now(UTC).date() if on is None else on)
+
+
+# Memoised because start-up classifies every configured model and each miss scans the table.
+@lru_cache(maxsize=1024)
+def _lookup(provider: str, model: str, on: date) -> ModelPrice | None:
+    info = _find_model(provider, model)
+    if info is None:
+        return None
+    return _to_model_price(_price_in_force(info, on))
+
+
+@cache
+def _bundled_snapshot() -> DataSnapshot:
+    # Imported here, not at module level: the table is a 1.6 MB module and importing
+    # rungway.pricing should cost nothing until a price is asked for.
+    from genai_prices.data import providers  # noqa: PLC0415
+
+    return DataSnapshot(providers=providers, from_auto_update=False)
+
+
+def _find_model(provider: str, model: str) -> ModelInfo | None:
+    if provider in _UNPRICED:
+        return None
+    try:
+        _, info = _bundled_snapshot().find_provider_model(
+            model, None, _PRICE_PROVIDER.get(provider), None
+        )
+    except LookupError:
+        return None
+    return info
+
+
+def _price_in_force(info: ModelInfo, on: date) -> ListedPrice:
+    if isinstance(info.prices, ListedPrice):
+        return info.prices
+    # The library takes the last entry whose constraint holds at request time. A tier has to
+    # hold at every hour of the day, so dated entries are resolved for `on` while every
+    # time-of-day entry after the one in force (off-peak discounts, peak surcharges) counts,
+    # and the dearest of those wins.
+    in_force = info.prices[0].prices
+    hourly: list[ListedPrice] = []
+    for conditional in reversed(info.prices):
+        constraint = conditional.constraint
+        if isinstance(constraint, TimeOfDateConstraint):
+            hourly.append(conditional.prices)
+        elif not isinstance(constraint, StartDateConstraint) or constraint.start_date <= on:
+            in_force = conditional.prices
+            break
+    return max([in_force, *hourly], key=_dearness)
+
+
+def _dearness(price: ListedPrice) -> tuple[Decimal, Decimal]:
+    return (_base_rate(price.input_mtok) or Decimal(0), _base_rate(price.output_mtok) or Decimal(0))
+
+
+def _base_rate(rate: Decimal | TieredPrices | None) -> Decimal | None:
+    # Rates that step up past a context size: the base is the price for the smallest context.
+    return rate.base if isinstance(rate, TieredPrices) else rate
+
+
+def _to_model_price(price: ListedPrice) -> ModelPrice | None:
+    input_rate = _base_rate(price.input_mtok)
+    output_rate = _base_rate(price.output_mtok)
+    if input_rate is None and output_rate is None and _prices_anything(price):
+        # Priced per character, request or audio hour only: there is no token price to tier on.
+        return None
+    # An entry that prices nothing at all is a free model; a missing side (an embedding model's
+    # output) costs nothing.
+    return ModelPrice(
+        input_per_mtok=Decimal(0) if input_rate is None else input_rate,
+        output_per_mtok=Decimal(0) if output_rate is None else output_rate,
+        cache_read_per_mtok=_base_rate(price.cache_read_mtok),
+        cache_write_per_mtok=_base_rate(price.cache_write_mtok),
+        source=PRICE_SOURCE,
+    )
+
+
+def _prices_anything(price: ListedPrice) -> bool:
+    return any(rate is not None for rate in vars(price).values())

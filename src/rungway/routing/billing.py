@@ -1,0 +1,101 @@
+"""Billing classes of connections, from the curated catalog; never from `auth` alone.
+
+Resolution order: no credential (`auth: none`) -> keyless; an entry matching provider and
+auth; a provider-wide entry; otherwise `unknown`, which counts as metered everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class BillingClass(StrEnum):
+    """How a connection is paid for."""
+
+    SUBSCRIPTION = "subscription"
+    METERED = "metered"
+    KEYLESS = "keyless"
+    UNKNOWN = "unknown"
+
+
+class Overage(StrEnum):
+    """What happens past a plan's quota."""
+
+    HARD_STOP = "hard-stop"
+    METERS_TO_PAID = "meters-to-paid"
+    UNKNOWN = "unknown"
+
+
+LIVE = "live"
+"""Catalog overage value: read the connection's live `overage_permitted` flag."""
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """One curated fact: (provider, auth) or provider-wide, with its justification."""
+
+    provider: str
+    auth: str | None
+    billing: BillingClass
+    overage: Overage | str
+    reason: str
+    source: str = "built-in"
+
+
+@dataclass(frozen=True, slots=True)
+class BillingVerdict:
+    """A connection's billing class and overage, and which entry decided them."""
+
+    billing: BillingClass
+    overage: Overage
+    reason: str
+    entry: str
+
+    @property
+    def plan_included(self) -> bool:
+        """Requests cost nothing extra while quota lasts."""
+        return self.billing in (BillingClass.SUBSCRIPTION, BillingClass.KEYLESS)
+
+
+KEYLESS = BillingVerdict(
+    BillingClass.KEYLESS, Overage.HARD_STOP, "no credential: nothing can be billed", "auth none"
+)
+
+
+class Catalog:
+    """The entries in force: operator entries first (they win), then the built-in ones."""
+
+    def __init__(self, entries: Iterable[CatalogEntry]) -> None:
+        self.entries = tuple(entries)
+
+    def classify(
+        self, provider: str, auth: str, overage_permitted: bool | None = None
+    ) -> BillingVerdict:
+        """The verdict for a connection of `provider` with `auth`."""
+        if auth == "none":
+            return KEYLESS
+        of_provider = [entry for entry in self.entries if entry.provider == provider]
+        entry = next((e for e in of_provider if e.auth == auth), None) or next(
+            (e for e in of_provider if e.auth is None), None
+        )
+        if entry is None:
+            return BillingVerdict(
+                BillingClass.UNKNOWN,
+                Overage.UNKNOWN,
+                f"no catalog entry for {provider}+{auth}: assumed metered",
+                "none",
+            )
+        label = f"{entry.source} {entry.provider}" + (f"+{entry.auth}" if entry.auth else "")
+        return BillingVerdict(
+            entry.billing, _overage(entry.overage, overage_permitted), entry.reason, label
+        )
+
+
+def _overage(rule: Overage | str, overage_permitted: bool | None) -> Overage:
+    if rule != LIVE:
+        return Overage(rule)
+    if overage_permitted is None:
+        return Overage.UNKNOWN
+    return Overage.METERS_TO_PAID if overage_permitted else Overage.HARD_STOP

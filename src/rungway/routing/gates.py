@@ -1,0 +1,152 @@
+"""The gates a connection passes to enter a plan: quota, cooldown, breaker, budget.
+
+Each gate returns a `Verdict`: `PASS` or the reason to skip. `strict` is the
+`auto/subscription` reading of the evidence (anything unverified fails); without it, only
+positive evidence of exhaustion fails (`auto/thrifty`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from rungway.routing.billing import BillingClass, BillingVerdict, Overage
+from rungway.routing.plan import SkipReason
+from rungway.routing.rungs import Rung
+from rungway.routing.settings import LadderSettings
+from rungway.routing.snapshot import (
+    BreakerState,
+    ConnectionState,
+    QuotaWindow,
+    RungSpend,
+    WindowStatus,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A gate's answer; `headroom` is the lowest remaining percent it could read."""
+
+    reason: SkipReason | None = None
+    detail: str = ""
+    resets_at: float | None = None
+    headroom: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True when nothing stops the connection."""
+        return self.reason is None
+
+
+PASS = Verdict()
+
+
+def window_verdict(
+    window: QuotaWindow, settings: LadderSettings, now: float, *, strict: bool
+) -> Verdict:
+    """One window's verdict, with reset-aware staleness and hysteresis."""
+    name = window.name
+    if window.resets_at is not None and window.resets_at <= now:
+        # The window this reading describes is over: it says nothing about the new one.
+        return (
+            Verdict(SkipReason.QUOTA_STALE, f"{name}: reset since it was read") if strict else PASS
+        )
+    fresh = now - window.checked_at <= settings.max_state_age_s
+    if window.status is WindowStatus.REJECTED and (fresh or window.resets_at is not None):
+        return Verdict(
+            SkipReason.QUOTA_EXHAUSTED, f"{name}: rejected by the upstream", window.resets_at
+        )
+    if not fresh:
+        age = now - window.checked_at
+        return Verdict(SkipReason.QUOTA_STALE, f"{name}: read {age:.0f}s ago") if strict else PASS
+    if window.status is WindowStatus.UNKNOWN or window.used_percent is None:
+        return Verdict(SkipReason.QUOTA_UNKNOWN, f"{name}: no usage figure") if strict else PASS
+    remaining = 100.0 - window.used_percent
+    exit_at = settings.exit_cutoff_percent
+    threshold = settings.reentry_min_remaining_percent if window.was_exhausted else exit_at
+    if remaining > threshold:
+        return Verdict(headroom=remaining)
+    if remaining <= exit_at:
+        detail = f"{name}: {remaining:g}% left, at or below the {exit_at:g}% cut-off"
+        return Verdict(SkipReason.QUOTA_EXHAUSTED, detail, window.resets_at)
+    detail = (
+        f"{name}: {remaining:g}% left, not yet above the {threshold:g}% re-entry level "
+        "since it was exhausted"
+    )
+    return Verdict(SkipReason.QUOTA_REENTRY, detail, window.resets_at)
+
+
+def quota_verdict(
+    windows: Iterable[QuotaWindow], settings: LadderSettings, now: float, *, strict: bool
+) -> Verdict:
+    """All `windows` must pass; an exhausted one reports the latest reset among them."""
+    headroom: float | None = None
+    failed: Verdict | None = None
+    seen = False
+    for window in windows:
+        seen = True
+        verdict = window_verdict(window, settings, now, strict=strict)
+        if verdict.passed:
+            if verdict.headroom is not None:
+                headroom = verdict.headroom if headroom is None else min(headroom, verdict.headroom)
+            continue
+        if failed is None or _later(verdict, failed):
+            failed = verdict
+    if failed is not None:
+        return failed
+    if not seen and strict:
+        return Verdict(SkipReason.QUOTA_MISSING, "no quota reading yet")
+    return Verdict(headroom=headroom)
+
+
+def health_verdict(state: ConnectionState, now: float, *, strict: bool) -> Verdict:
+    """Cooldown and breaker; a half-open breaker is a probe thrifty may send, not a plan."""
+    if state.cooldown_until is not None and state.cooldown_until > now:
+        reason = f" ({state.cooldown_reason})" if state.cooldown_reason else ""
+        detail = f"cooling down for {state.cooldown_until - now:.0f}s more{reason}"
+        return Verdict(SkipReason.COOLDOWN, detail, state.cooldown_until)
+    if state.breaker is BreakerState.OPEN:
+        return Verdict(SkipReason.BREAKER_OPEN, "circuit breaker open after repeated failures")
+    if state.breaker is BreakerState.HALF_OPEN and strict:
+        return Verdict(SkipReason.BREAKER_HALF_OPEN, "circuit breaker half-open: not verified")
+    return PASS
+
+
+def plan_verdict(billing: BillingVerdict) -> Verdict:
+    """`auto/subscription` admits only subscription billing with a hard-stop overage."""
+    if billing.billing is not BillingClass.SUBSCRIPTION:
+        return Verdict(SkipReason.NOT_SUBSCRIPTION, f"billing {billing.billing} ({billing.entry})")
+    if billing.overage is not Overage.HARD_STOP:
+        return Verdict(
+            SkipReason.OVERAGE_NOT_HARD_STOP,
+            f"overage {billing.overage} ({billing.entry}): could bill past the plan",
+        )
+    return PASS
+
+
+def budget_verdict(
+    rung: Rung, settings: LadderSettings, spend: Mapping[Rung, RungSpend]
+) -> Verdict:
+    """A rung with a budget of 0 is off; one whose spend reached its budget is exhausted."""
+    budget = settings.budget_for(rung)
+    if budget is None:
+        return PASS
+    if budget <= 0:
+        return Verdict(SkipReason.BUDGET_DISABLED, f"rung_budget_usd.{rung.label} is 0")
+    used = spend.get(rung)
+    if used is None:
+        return PASS
+    total = used.spent_usd + used.reserved_usd
+    if total >= budget:
+        detail = f"${total:.2f} spent or reserved of ${budget:.2f} ({settings.budget_period})"
+        return Verdict(SkipReason.BUDGET_EXHAUSTED, detail)
+    return PASS
+
+
+def _later(candidate: Verdict, current: Verdict) -> bool:
+    # An exhausted window outranks a stale or unknown one; among exhausted ones the latest
+    # reset decides when the connection is usable again.
+    exhausted = (SkipReason.QUOTA_EXHAUSTED, SkipReason.QUOTA_REENTRY)
+    if (candidate.reason in exhausted) != (current.reason in exhausted):
+        return candidate.reason in exhausted
+    return (candidate.resets_at or 0) > (current.resets_at or 0)

@@ -1,0 +1,132 @@
+"""The frozen world a routing decision looks at: connections, quota, health and spend.
+
+The static part (`Roster`: which connection serves which model on which rung) is built
+once at start-up. The dynamic part (`ConnectionState`, spend) is copied into a `Snapshot`
+for each decision, so a plan never sees state change under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from rungway.pricing import Tier
+from rungway.routing.autoid import Category
+from rungway.routing.billing import BillingVerdict
+from rungway.routing.rungs import Rung
+
+
+class WindowStatus(StrEnum):
+    """What the upstream said of a quota window."""
+
+    ALLOWED = "allowed"
+    WARNING = "allowed_warning"
+    REJECTED = "rejected"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaWindow:
+    """The last reading of one quota window of one connection.
+
+    `was_exhausted` is the window's exhaustion memory: set when it was last seen at or
+    below the exit cut-off (or rejected), cleared once it is back above re-entry. It drives
+    hysteresis; nothing else remembers where the ladder stood.
+    """
+
+    name: str
+    used_percent: float | None
+    resets_at: float | None
+    checked_at: float
+    model: str | None = None
+    status: WindowStatus = WindowStatus.ALLOWED
+    source: str = "header"
+    was_exhausted: bool = False
+
+
+class BreakerState(StrEnum):
+    """A connection's circuit breaker."""
+
+    CLOSED = "closed"
+    HALF_OPEN = "half_open"
+    OPEN = "open"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionState:
+    """What is known right now about one connection's quota and health."""
+
+    windows: tuple[QuotaWindow, ...] = ()
+    cooldown_until: float | None = None
+    cooldown_reason: str = ""
+    breaker: BreakerState = BreakerState.CLOSED
+
+
+@dataclass(frozen=True, slots=True)
+class RungSpend:
+    """Money spent and reserved on one rung in the current budget period."""
+
+    spent_usd: float
+    reserved_usd: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServedModel:
+    """One model on one connection: its rung, tier, list price and capabilities."""
+
+    model: str
+    rung: Rung
+    tier: Tier
+    input_per_mtok: float | None
+    categories: frozenset[Category]
+
+
+@dataclass(frozen=True, slots=True)
+class RosterConnection:
+    """A connection's static facts."""
+
+    id: str
+    provider: str
+    auth: str
+    api: str
+    billing: BillingVerdict
+    models: tuple[ServedModel, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelGroup:
+    """A (provider, model) and the connections serving it, in config order."""
+
+    provider: str
+    model: str
+    members: tuple[tuple[RosterConnection, ServedModel], ...]
+
+
+class Roster:
+    """Every connection and (provider, model) group, indexed once."""
+
+    def __init__(self, connections: Iterable[RosterConnection]) -> None:
+        self.connections: Mapping[str, RosterConnection] = MappingProxyType(
+            {connection.id: connection for connection in connections}
+        )
+        groups: dict[tuple[str, str], list[tuple[RosterConnection, ServedModel]]] = {}
+        for connection in self.connections.values():
+            for served in connection.models:
+                groups.setdefault((connection.provider, served.model), []).append(
+                    (connection, served)
+                )
+        self.groups: tuple[ModelGroup, ...] = tuple(
+            ModelGroup(provider, model, tuple(members))
+            for (provider, model), members in groups.items()
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The roster and the dynamic state at one instant."""
+
+    roster: Roster
+    states: Mapping[str, ConnectionState] = field(default_factory=dict)
+    spend: Mapping[Rung, RungSpend] = field(default_factory=dict)

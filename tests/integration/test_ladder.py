@@ -1,0 +1,229 @@
+"""The ladder through the real gateway: auto/thrifty escalates, auto/subscription never bills.
+
+In the session's upstreams, `plan` is a Claude plan (rung 0), `api` an Anthropic API key
+serving the same model (premium: its list price is above $1/M input), and `cheap` and
+`backup` serve deepseek-chat (cheap).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from rungway.clock import FakeClock
+from rungway.routing.rungs import Rung
+from rungway.routing.snapshot import ConnectionState, QuotaWindow, RungSpend, WindowStatus
+from rungway.sim import DisconnectFault, HttpErrorFault, QuotaExhaustedFault, StreamErrorFault
+from tests.integration.conftest import START, StartGateway, Upstreams
+
+HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
+
+
+@dataclass
+class Readings:
+    """A state source the test controls: quota readings as the quota work will supply them."""
+
+    states: dict[str, ConnectionState] = field(default_factory=dict)
+
+    def connection_states(self) -> Mapping[str, ConnectionState]:
+        return self.states
+
+    def rung_spend(self) -> Mapping[Rung, RungSpend]:
+        return {}
+
+
+def _plan_reading(used: float, *, status: WindowStatus = WindowStatus.ALLOWED) -> ConnectionState:
+    return ConnectionState(
+        windows=(QuotaWindow("5h", used, START + 3600, START - 1, status=status),)
+    )
+
+
+def _claude(url: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+
+
+def _openai(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+
+
+def test_thrifty_serves_from_the_plan_first(start_gateway: StartGateway, sims: Upstreams) -> None:
+    gateway = start_gateway()
+    raw = _claude(gateway.url).messages.with_raw_response.create(
+        model="auto/thrifty", max_tokens=64, messages=HELLO
+    )
+    assert raw.headers["x-rungway-connection"] == "plan"
+    assert raw.headers["x-rungway-rung"] == "subscription"
+    assert sims.plan.requests[-1].body["model"] == "claude-sonnet-4-5"
+    (row,) = gateway.rows()
+    assert row["rung"] == "subscription"
+    plan = row["plan"]
+    assert plan["ladder"] == "thrifty"
+    assert [c["rung"] for c in plan["candidates"]] == ["subscription", "premium"]
+    assert {s["reason"] for s in plan["skipped"]} == {"api_mismatch"}
+
+
+def test_thrifty_escalates_within_one_request_when_the_plan_is_spent(
+    start_gateway: StartGateway, sims: Upstreams
+) -> None:
+    gateway = start_gateway()
+    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    with _claude(gateway.url).messages.stream(
+        model="auto", max_tokens=64, messages=HELLO
+    ) as stream:
+        assert len("".join(stream.text_stream).split()) == 24
+        assert stream.response.headers["x-rungway-rung"] == "premium"
+    (row,) = gateway.rows()
+    assert (row["connection_id"], row["rung"]) == ("api", "premium")
+    assert [(a["connection_id"], a["outcome"]) for a in row["attempts"]] == [
+        ("plan", "quota_exhausted")
+    ]
+
+
+def test_thrifty_honours_a_zero_budget(start_gateway: StartGateway, sims: Upstreams) -> None:
+    gateway = start_gateway(ladder={"rung_budget_usd": {"premium": 0}})
+    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    with pytest.raises(anthropic.RateLimitError):
+        _claude(gateway.url).messages.create(model="auto/thrifty", max_tokens=64, messages=HELLO)
+    assert sims.api.requests == [], "the premium rung has a budget of 0"
+    (row,) = gateway.rows()
+    assert any(s["reason"] == "budget_disabled" for s in row["plan"]["skipped"])
+
+
+def test_thrifty_on_the_openai_ingress_uses_the_cheap_rung_and_its_budget(
+    start_gateway: StartGateway, sims: Upstreams
+) -> None:
+    gateway = start_gateway()
+    raw = _openai(gateway.url).chat.completions.with_raw_response.create(
+        model="auto/coding:thrifty", messages=HELLO
+    )
+    assert raw.headers["x-rungway-rung"] == "cheap"
+    assert raw.headers["x-rungway-connection"] in {"cheap", "backup"}
+    closed = start_gateway(ladder={"rung_budget_usd": {"cheap": 0}})
+    with pytest.raises(openai.APIStatusError, match="budget_disabled") as raised:
+        _openai(closed.url).chat.completions.create(model="auto/thrifty", messages=HELLO)
+    assert raised.value.status_code == 503
+    assert raised.value.code == "no_route"
+
+
+def test_subscription_without_a_verified_reading_fails_closed(
+    start_gateway: StartGateway, sims: Upstreams
+) -> None:
+    gateway = start_gateway()
+    with pytest.raises(anthropic.InternalServerError) as raised:
+        _claude(gateway.url).messages.create(
+            model="auto/subscription", max_tokens=64, messages=HELLO
+        )
+    assert raised.value.status_code == 503
+    assert "quota_missing" in raised.value.message
+    assert "not_subscription" in raised.value.message
+    assert all(sim.requests == [] for sim in sims.all())
+    assert gateway.rows() == []
+
+
+def test_subscription_serves_a_verified_plan(start_gateway: StartGateway, sims: Upstreams) -> None:
+    readings = Readings({"plan": _plan_reading(40.0)})
+    gateway = start_gateway(state=readings, clock=FakeClock(START))
+    raw = _claude(gateway.url).messages.with_raw_response.create(
+        model="auto/subscription", max_tokens=64, messages=HELLO
+    )
+    assert (raw.headers["x-rungway-connection"], raw.headers["x-rungway-rung"]) == (
+        "plan",
+        "subscription",
+    )
+
+
+def test_subscription_exhausted_plan_gets_429_with_the_reset(
+    start_gateway: StartGateway, sims: Upstreams
+) -> None:
+    readings = Readings({"plan": _plan_reading(99.0)})
+    gateway = start_gateway(state=readings, clock=FakeClock(START))
+    with pytest.raises(anthropic.RateLimitError) as raised:
+        _claude(gateway.url).messages.create(
+            model="auto/subscription", max_tokens=64, messages=HELLO
+        )
+    assert raised.value.response.headers["retry-after"] == "3600"
+    assert "quota_exhausted" in raised.value.message
+    body = raised.value.body
+    assert isinstance(body, dict)
+    assert body["type"] == "error"
+    assert body["error"]["type"] == "rate_limit_error"
+    assert body["error"]["code"] == "subscription_unavailable"
+    assert "5h: 1% left" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        HttpErrorFault(status=429, retry_after_s=30),
+        QuotaExhaustedFault(window="5h"),
+        HttpErrorFault(status=529),
+        HttpErrorFault(status=500),
+        DisconnectFault(after_events=1),
+        StreamErrorFault(after_events=1),
+    ],
+    ids=lambda fault: fault.kind + str(getattr(fault, "status", "")),
+)
+def test_subscription_never_reaches_a_metered_upstream(
+    start_gateway: StartGateway, sims: Upstreams, fault: Any
+) -> None:
+    readings = Readings({"plan": _plan_reading(10.0)})
+    gateway = start_gateway(state=readings, clock=FakeClock(START))
+    sims.plan.push_fault(fault)
+    with (
+        pytest.raises(anthropic.APIStatusError) as raised,
+        _claude(gateway.url).messages.stream(
+            model="auto/subscription", max_tokens=64, messages=HELLO
+        ) as stream,
+    ):
+        "".join(stream.text_stream)
+    assert raised.value.response.status_code in {429, 502, 503}
+    assert raised.value.body["error"]["message"]  # type: ignore[index]
+    for sim in (sims.api, sims.cheap, sims.backup):
+        assert sim.requests == [], f"{sim.scenario.name} was reached by auto/subscription"
+    with pytest.raises(openai.APIStatusError) as on_openai:
+        _openai(gateway.url).chat.completions.create(model="auto/subscription", messages=HELLO)
+    assert on_openai.value.code == "subscription_unavailable"
+    for sim in (sims.api, sims.cheap, sims.backup):
+        assert sim.requests == []
+
+
+def test_models_advertise_the_ladder_ids(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    ids = {model.id for model in _openai(gateway.url).models.list()}
+    assert {"auto", "auto/subscription", "auto/thrifty", "auto/vision:subscription"} <= ids
+
+
+def test_explain_prints_the_route_plan(start_gateway: StartGateway, sims: Upstreams) -> None:
+    gateway = start_gateway()
+    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    raw = _claude(gateway.url).messages.with_raw_response.create(
+        model="auto/thrifty", max_tokens=64, messages=HELLO
+    )
+    request_id = raw.headers["x-rungway-request-id"]
+    gateway.ledger.flush()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rungway",
+            "explain",
+            request_id[:12],
+            "--ledger",
+            str(gateway.ledger_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+    assert "served by api on rung premium" in done.stdout
+    assert "anthropic/claude-sonnet-4-5" in done.stdout
+    assert "api_mismatch" in done.stdout
+    assert "quota_exhausted" in done.stdout
