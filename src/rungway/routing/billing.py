@@ -65,10 +65,18 @@ KEYLESS = BillingVerdict(
 
 
 class Catalog:
-    """The entries in force: operator entries first (they win), then the built-in ones."""
+    """The entries in force, in tiers by source: operator entries, then the built-in ones.
+
+    A tier that covers the provider decides, auth-specific entry first, then provider-wide,
+    so an operator's provider-wide entry overrides every built-in entry of that provider.
+    """
 
     def __init__(self, entries: Iterable[CatalogEntry]) -> None:
         self.entries = tuple(entries)
+        sources = dict.fromkeys(entry.source for entry in self.entries)
+        self._tiers = [
+            tuple(entry for entry in self.entries if entry.source == source) for source in sources
+        ]
 
     def classify(
         self, provider: str, auth: str, overage_permitted: bool | None = None
@@ -76,10 +84,14 @@ class Catalog:
         """The verdict for a connection of `provider` with `auth`."""
         if auth == "none":
             return KEYLESS
-        of_provider = [entry for entry in self.entries if entry.provider == provider]
-        entry = next((e for e in of_provider if e.auth == auth), None) or next(
-            (e for e in of_provider if e.auth is None), None
-        )
+        entry: CatalogEntry | None = None
+        for tier in self._tiers:
+            of_provider = [e for e in tier if e.provider == provider]
+            entry = next((e for e in of_provider if e.auth == auth), None) or next(
+                (e for e in of_provider if e.auth is None), None
+            )
+            if entry is not None:
+                break
         if entry is None:
             return BillingVerdict(
                 BillingClass.UNKNOWN,

@@ -44,7 +44,12 @@ PASS = Verdict()
 def window_verdict(
     window: QuotaWindow, settings: LadderSettings, now: float, *, strict: bool
 ) -> Verdict:
-    """One window's verdict, with reset-aware staleness and hysteresis."""
+    """One window's verdict, with reset-aware staleness and hysteresis.
+
+    Evidence of exhaustion holds until the window's reset instant, however old the reading:
+    an exhausted connection receives no traffic, so no newer reading would ever replace it.
+    Any other reading is trusted only while it is fresh.
+    """
     name = window.name
     if window.resets_at is not None and window.resets_at <= now:
         # The window this reading describes is over: it says nothing about the new one.
@@ -52,20 +57,31 @@ def window_verdict(
             Verdict(SkipReason.QUOTA_STALE, f"{name}: reset since it was read") if strict else PASS
         )
     fresh = now - window.checked_at <= settings.max_state_age_s
-    if window.status is WindowStatus.REJECTED and (fresh or window.resets_at is not None):
-        return Verdict(
-            SkipReason.QUOTA_EXHAUSTED, f"{name}: rejected by the upstream", window.resets_at
-        )
+    exhausted = _exhaustion(window, settings)
+    if exhausted is not None and (fresh or window.resets_at is not None):
+        return exhausted
     if not fresh:
         age = now - window.checked_at
         return Verdict(SkipReason.QUOTA_STALE, f"{name}: read {age:.0f}s ago") if strict else PASS
     if window.status is WindowStatus.UNKNOWN or window.used_percent is None:
         return Verdict(SkipReason.QUOTA_UNKNOWN, f"{name}: no usage figure") if strict else PASS
+    return Verdict(headroom=100.0 - window.used_percent)
+
+
+def _exhaustion(window: QuotaWindow, settings: LadderSettings) -> Verdict | None:
+    """The window's evidence of exhaustion (or of being inside the re-entry band), if any."""
+    name = window.name
+    if window.status is WindowStatus.REJECTED:
+        return Verdict(
+            SkipReason.QUOTA_EXHAUSTED, f"{name}: rejected by the upstream", window.resets_at
+        )
+    if window.used_percent is None or window.status is WindowStatus.UNKNOWN:
+        return None
     remaining = 100.0 - window.used_percent
     exit_at = settings.exit_cutoff_percent
     threshold = settings.reentry_min_remaining_percent if window.was_exhausted else exit_at
     if remaining > threshold:
-        return Verdict(headroom=remaining)
+        return None
     if remaining <= exit_at:
         detail = f"{name}: {remaining:g}% left, at or below the {exit_at:g}% cut-off"
         return Verdict(SkipReason.QUOTA_EXHAUSTED, detail, window.resets_at)

@@ -188,14 +188,23 @@ def _connection_verdict(
         verdict = plan_verdict(connection.billing)
         if not verdict.passed:
             return verdict
-    verdict = health_verdict(state, now, strict=strict)
-    if not verdict.passed:
-        return verdict
     account = [w for w in state.windows if w.model is None]
     if not account and strict and any(w.model is not None for w in state.windows):
-        # Only model-scoped windows were read: each model is judged by its own below.
-        return Verdict()
-    return quota_verdict(account, settings, now, strict=strict)
+        # Only model-scoped windows were read: each model is judged by its own.
+        quota = Verdict()
+    else:
+        quota = quota_verdict(account, settings, now, strict=strict)
+    health = health_verdict(state, now, strict=strict)
+    if health.passed:
+        return quota
+    if (
+        health.reason is SkipReason.COOLDOWN
+        and quota.reason in _WAITS
+        and (quota.resets_at or 0) > (health.resets_at or 0)
+    ):
+        # Usable again only when both are over: report the one that ends later.
+        return quota
+    return health
 
 
 def _skip(verdict: Verdict, connection: RosterConnection, model: str | None = None) -> Skip:
@@ -227,7 +236,10 @@ def _rank(entries: list[_Entry], ladder: Ladder) -> tuple[Candidate, ...]:
             low, high = prices.get(entry.rung, (price, price))
             prices[entry.rung] = (min(low, price), max(high, price))
     scored = [
-        (entry, score(entry.signals, *prices.get(entry.rung, (0.0, 0.0)), ladder))
+        (
+            entry,
+            score(entry.signals, *prices.get(entry.rung, (0.0, 0.0)), ladder, paid=entry.rung.paid),
+        )
         for entry in entries
     ]
     scored.sort(key=lambda pair: (pair[0].rung, -pair[1], pair[0].order))

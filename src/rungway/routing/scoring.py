@@ -27,11 +27,19 @@ class Signals:
     fit: float
 
 
-def score(signals: Signals, cheapest: float, dearest: float, ladder: Ladder) -> float:
-    """A score in 0..1, comparable only with candidates of the same rung and request."""
+def score(
+    signals: Signals, cheapest: float, dearest: float, ladder: Ladder, *, paid: bool
+) -> float:
+    """A score in 0..1, comparable only with candidates of the same rung and request.
+
+    List price counts only on paid rungs: on a plan, keyless or free rung every model costs
+    nothing extra, and ranking them by list price would pick the weakest model for no saving.
+    """
     w_headroom, w_price, w_health, w_fit = _WEIGHTS[ladder]
     headroom = 0.5 if signals.headroom is None else signals.headroom / 100.0
-    if signals.price is None:
+    if not paid:
+        price = 1.0
+    elif signals.price is None:
         price = 0.0
     elif dearest <= cheapest:
         price = 1.0
