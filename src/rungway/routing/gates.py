@@ -39,6 +39,7 @@ class Verdict:
 
 
 PASS = Verdict()
+_IN_PLAY = (WindowStatus.ALLOWED, WindowStatus.WARNING)
 
 
 def window_verdict(
@@ -99,8 +100,25 @@ def quota_verdict(
     headroom: float | None = None
     failed: Verdict | None = None
     seen = False
+    max_age = settings.max_state_age_s
+    exit_at = settings.exit_cutoff_percent
+    reentry = settings.reentry_min_remaining_percent
     for window in windows:
         seen = True
+        used = window.used_percent
+        # The common case, a fresh reading comfortably above its threshold, decided inline;
+        # every other case goes through `window_verdict`.
+        if (
+            used is not None
+            and window.status in _IN_PLAY
+            and (window.resets_at is None or window.resets_at > now)
+            and now - window.checked_at <= max_age
+            and 100.0 - used > (reentry if window.was_exhausted else exit_at)
+        ):
+            remaining = 100.0 - used
+            if headroom is None or remaining < headroom:
+                headroom = remaining
+            continue
         verdict = window_verdict(window, settings, now, strict=strict)
         if verdict.passed:
             if verdict.headroom is not None:

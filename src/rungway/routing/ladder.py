@@ -6,6 +6,9 @@ cooldown and a closed breaker. `auto/thrifty` (fail open) keeps every rung and d
 connection only on positive evidence: an exhausted window, a cooldown, an open breaker, a
 paid rung over budget. Candidates are split per rung, so a candidate's connections all sit
 on its rung, and ordered by rung, then by score within the rung.
+
+The work is done per connection and per distinct set of connections, not per (connection,
+model) pair: the roster shares one id tuple between all groups with the same members.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from rungway.routing.gates import (
 )
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.rungs import Rung
-from rungway.routing.scoring import Signals, score
+from rungway.routing.scoring import WEIGHTS, score
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import (
     BreakerState,
@@ -31,13 +34,14 @@ from rungway.routing.snapshot import (
     ModelGroup,
     QuotaWindow,
     RosterConnection,
-    ServedModel,
     Snapshot,
 )
 
 _NO_STATE = ConnectionState()
 _HEALTH = {BreakerState.CLOSED: 1.0, BreakerState.HALF_OPEN: 0.5, BreakerState.OPEN: 0.0}
 _WAITS = (SkipReason.QUOTA_EXHAUSTED, SkipReason.QUOTA_REENTRY, SkipReason.COOLDOWN)
+_MISSING = Verdict(SkipReason.QUOTA_MISSING, "no quota reading yet")
+_PAID = frozenset(rung for rung in Rung if rung.paid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,33 +53,95 @@ class RouteRequest:
     api: str
 
 
-@dataclass(slots=True)
-class _Entry:
-    rung: Rung
-    order: int
-    provider: str
-    model: str
-    connection_ids: list[str]
-    signals: Signals
-
-
 def plan_route(
     request: RouteRequest, settings: LadderSettings, snapshot: Snapshot, now: float
 ) -> RoutePlan:
     """The ordered candidates for `request`, and every skip with its reason."""
     planner = _Planner(request, settings, snapshot, now)
     planner.admit_connections()
-    for order, group in enumerate(snapshot.roster.groups):
+    groups, category_skips = planner.index.groups(request.spec.category)
+    planner.skipped.extend(category_skips)
+    for order, group in groups:
         planner.place(order, group)
     return RoutePlan(
         requested=request.requested,
         ladder=request.spec.ladder,
         category=request.spec.category,
-        candidates=_rank(planner.entries, request.spec.ladder),
+        candidates=planner.ranked(),
         skipped=tuple(planner.skipped),
         earliest_reset=_earliest_reset(planner.skipped, snapshot),
         subscription_exhausted=_subscription_waits(planner.skipped, snapshot),
     )
+
+
+# The groups serving a category, each with its roster order, and the skips of the others.
+_Groups = tuple[tuple[tuple[int, ModelGroup], ...], tuple[Skip, ...]]
+
+
+class _Index:
+    """What the ladder derives from a roster once: static skips, and groups per category."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        roster = snapshot.roster
+        self.plan_skips: dict[str, Skip] = {}
+        for connection in roster.connections.values():
+            verdict = plan_verdict(connection.billing)
+            if not verdict.passed:
+                self.plan_skips[connection.id] = _skip(verdict, connection)
+        self._api_skips: dict[str, dict[str, Skip]] = {}
+        self._by_category: dict[
+            object, tuple[tuple[tuple[int, ModelGroup], ...], tuple[Skip, ...]]
+        ] = {}
+        self._roster = roster
+
+    @staticmethod
+    def of(snapshot: Snapshot) -> _Index:
+        """The index of the snapshot's roster, built on first use."""
+        index = snapshot.roster.derived.get(_Index)
+        if not isinstance(index, _Index):
+            index = _Index(snapshot)
+            snapshot.roster.derived[_Index] = index
+        return index
+
+    def api_skips(self, api: str) -> dict[str, Skip]:
+        """The skip of every connection that does not speak `api`."""
+        skips = self._api_skips.get(api)
+        if skips is None:
+            skips = {}
+            for connection in self._roster.connections.values():
+                if connection.api != api:
+                    detail = (
+                        f"speaks {connection.api}, the request came in as {api}; "
+                        "translation between APIs is not available yet"
+                    )
+                    skips[connection.id] = Skip(SkipReason.API_MISMATCH, detail, connection.id)
+            self._api_skips[api] = skips
+        return skips
+
+    def groups(self, category: object) -> _Groups:
+        """The groups that serve `category` (with their roster order), and the skips of the rest."""
+        found = self._by_category.get(category)
+        if found is None:
+            kept: list[tuple[int, ModelGroup]] = []
+            skipped: list[Skip] = []
+            for order, group in enumerate(self._roster.groups):
+                if category is None or category in group.categories:
+                    kept.append((order, group))
+                else:
+                    detail = f"{group.model} is not listed for {category}"
+                    where = f"{group.provider}/{group.model}"
+                    skipped.append(Skip(SkipReason.CATEGORY_MISMATCH, detail, model=where))
+            found = (tuple(kept), tuple(skipped))
+            self._by_category[category] = found
+        return found
+
+
+# What one admitted connection brings to a candidate: its quota headroom and its health.
+_Admitted = tuple[float | None, float]
+# A share judged for one request: the connections kept, their best headroom and health.
+_Judged = tuple[tuple[str, ...], float | None, float]
+# A candidate before scoring: (rung, order, provider, model, input price, judged share).
+_Entry = tuple[Rung, int, str, str, float | None, _Judged]
 
 
 class _Planner:
@@ -90,106 +156,155 @@ class _Planner:
         self.now = now
         self.strict = request.spec.ladder is Ladder.SUBSCRIPTION
         self.skipped: list[Skip] = []
-        self.entries: list[_Entry] = []
-        self._admitted: dict[str, Verdict] = {}
-        self._scoped: dict[str, tuple[QuotaWindow, ...]] = {}
-        self._account_read: set[str] = set()
-        self._rungs: dict[Rung, Verdict] = {}
+        self._entries: list[_Entry] = []
+        self._admitted: dict[str, _Admitted] = {}
+        # Per model: connections a model-scoped window blocks, or gives its own headroom.
+        self._blocked: dict[str, set[str]] = {}
+        self._model_headroom: dict[str, dict[str, float | None]] = {}
+        self._shares: dict[int, tuple[tuple[str, ...], float | None, float]] = {}
+        self.index = _Index.of(snapshot)
+        self._open = self._open_rungs()
+
+    def _open_rungs(self) -> frozenset[Rung]:
+        """Rungs still open after their budgets, noting every rung a budget closes."""
+        closed = set()
+        if not self.strict:
+            for rung in (Rung.CHEAP, Rung.PREMIUM):
+                verdict = budget_verdict(rung, self.settings, self.snapshot.spend)
+                if verdict.reason is not None:
+                    self.skipped.append(Skip(verdict.reason, verdict.detail, rung=rung))
+                    closed.add(rung)
+        return frozenset(rung for rung in Rung if rung not in closed)
 
     def admit_connections(self) -> None:
-        """Judge every connection once: API, plan terms, health, account-wide quota."""
+        """Judge every connection once: API, plan terms, health and quota."""
+        api_skips = self.index.api_skips(self.request.api)
+        plan_skips = self.index.plan_skips if self.strict else {}
+        states = self.snapshot.states
         for connection in self.snapshot.roster.connections.values():
-            state = self.snapshot.states.get(connection.id, _NO_STATE)
-            verdict = _connection_verdict(
-                connection, state, self.request, self.settings, self.now, strict=self.strict
-            )
+            static = api_skips.get(connection.id) or plan_skips.get(connection.id)
+            if static is not None:
+                self.skipped.append(static)
+                continue
+            state = states.get(connection.id, _NO_STATE)
+            verdict = _connection_verdict(state, self.settings, self.now, strict=self.strict)
             if not verdict.passed:
                 self.skipped.append(_skip(verdict, connection))
                 continue
-            self._admitted[connection.id] = verdict
-            model_windows = tuple(w for w in state.windows if w.model is not None)
-            if model_windows:
-                self._scoped[connection.id] = model_windows
-            if len(model_windows) < len(state.windows):
-                self._account_read.add(connection.id)
+            self._admitted[connection.id] = (verdict.headroom, _HEALTH[state.breaker])
+            if any(window.model is not None for window in state.windows):
+                self._judge_models(connection, state, verdict)
+
+    def _judge_models(
+        self, connection: RosterConnection, state: ConnectionState, account: Verdict
+    ) -> None:
+        # A model-scoped window (a per-model weekly limit) gates only its model. Under the
+        # strict ladder a model with no window of its own needs account-wide windows.
+        own_windows: dict[str, list[QuotaWindow]] = {}
+        account_read = False
+        for window in state.windows:
+            if window.model is None:
+                account_read = True
+            else:
+                own_windows.setdefault(window.model, []).append(window)
+        if self.strict and not account_read:
+            # Nothing account-wide was read: a model without a window of its own is unverified.
+            for served in connection.models:
+                own_windows.setdefault(served.model, [])
+        for model, own in own_windows.items():
+            verdict = quota_verdict(own, self.settings, self.now, strict=self.strict)
+            if not verdict.passed:
+                self.skipped.append(_skip(verdict, connection, model))
+                self._blocked.setdefault(model, set()).add(connection.id)
+                continue
+            headroom = _lower(account.headroom, verdict.headroom)
+            self._model_headroom.setdefault(model, {})[connection.id] = headroom
 
     def place(self, order: int, group: ModelGroup) -> None:
         """Add `group`'s admitted connections as one candidate per rung."""
-        category = self.request.spec.category
-        categories = group.members[0][1].categories
-        if category is not None and category not in categories:
-            detail = f"{group.model} is not listed for {category}"
-            self.skipped.append(
-                Skip(SkipReason.CATEGORY_MISMATCH, detail, model=f"{group.provider}/{group.model}")
-            )
-            return
-        by_rung: dict[Rung, _Entry] = {}
-        for connection, served in group.members:
-            verdict = self._model_verdict(connection, served)
-            if verdict is None or not self._rung_open(served.rung):
+        blocked = self._blocked.get(group.model)
+        own_headroom = self._model_headroom.get(group.model)
+        plain = blocked is None and own_headroom is None
+        shares = self._shares
+        for share in group.shares:
+            rung = share.rung
+            if (self.strict and rung is not Rung.SUBSCRIPTION) or rung not in self._open:
                 continue
-            health = _HEALTH[self.snapshot.states.get(connection.id, _NO_STATE).breaker]
-            entry = by_rung.get(served.rung)
-            if entry is None:
-                fit = 1.0 if category is None else 0.0 if category not in categories else 1.0
-                signals = Signals(verdict.headroom, served.input_per_mtok, health, fit)
-                entry = _Entry(served.rung, order, group.provider, group.model, [], signals)
-                by_rung[served.rung] = entry
-                self.entries.append(entry)
+            ids = share.connection_ids
+            if plain:
+                # Groups with the same members share one id tuple: judge it once.
+                judged = shares.get(id(ids))
+                if judged is None:
+                    judged = shares[id(ids)] = self._judge_ids(ids, None, None)
             else:
-                entry.signals = _merge(entry.signals, verdict.headroom, health)
-            entry.connection_ids.append(connection.id)
+                judged = self._judge_ids(ids, blocked, own_headroom)
+            if judged[0]:
+                self._entries.append(
+                    (rung, order, group.provider, group.model, share.input_per_mtok, judged)
+                )
 
-    def _model_verdict(self, connection: RosterConnection, served: ServedModel) -> Verdict | None:
-        verdict = self._admitted.get(connection.id)
-        if verdict is None or (self.strict and served.rung is not Rung.SUBSCRIPTION):
-            return None
-        windows = self._scoped.get(connection.id)
-        if windows is None:
-            return verdict
-        # A model-scoped window (a per-model weekly limit) gates only its model.
-        own = [w for w in windows if w.model == served.model]
-        if not own and not (self.strict and connection.id not in self._account_read):
-            return verdict
-        model_verdict = quota_verdict(own, self.settings, self.now, strict=self.strict)
-        if not model_verdict.passed:
-            self.skipped.append(_skip(model_verdict, connection, served.model))
-            return None
-        return _tighter(verdict, model_verdict)
+    def _judge_ids(
+        self,
+        ids: tuple[str, ...],
+        blocked: set[str] | None,
+        own_headroom: dict[str, float | None] | None,
+    ) -> tuple[tuple[str, ...], float | None, float]:
+        admitted = self._admitted
+        kept = [c for c in ids if c in admitted and (blocked is None or c not in blocked)]
+        if not kept:
+            return (), None, 0.0
+        # A candidate is as good as its best connection.
+        best_headroom: float | None = None
+        best_health = 0.0
+        for connection_id in kept:
+            headroom, health = admitted[connection_id]
+            if own_headroom is not None and connection_id in own_headroom:
+                headroom = own_headroom[connection_id]
+            if headroom is not None and (best_headroom is None or headroom > best_headroom):
+                best_headroom = headroom
+            best_health = max(best_health, health)
+        return (tuple(kept) if len(kept) < len(ids) else ids), best_headroom, best_health
 
-    def _rung_open(self, rung: Rung) -> bool:
-        if self.strict or not rung.paid:
-            return True
-        verdict = self._rungs.get(rung)
-        if verdict is None:
-            verdict = budget_verdict(rung, self.settings, self.snapshot.spend)
-            self._rungs[rung] = verdict
-            if verdict.reason is not None:
-                self.skipped.append(Skip(verdict.reason, verdict.detail, rung=rung))
-        return verdict.passed
+    def ranked(self) -> tuple[Candidate, ...]:
+        """The candidates by rung, then by score within the rung, then in roster order."""
+        weights = WEIGHTS[self.request.spec.ladder]
+        entries = self._entries
+        ranges: dict[Rung, tuple[float, float]] = {}
+        for rung, _, _, _, price, _ in entries:
+            if price is not None and rung in _PAID:
+                low, high = ranges.get(rung, (price, price))
+                ranges[rung] = (min(low, price), max(high, price))
+        keyed = [
+            (
+                rung,
+                -score(
+                    judged[1],
+                    price,
+                    judged[2],
+                    fit=1.0,
+                    price_range=ranges.get(rung),
+                    weights=weights,
+                ),
+                order,
+                at,
+            )
+            for at, (rung, order, _, _, price, judged) in enumerate(entries)
+        ]
+        keyed.sort()
+        return tuple(
+            Candidate(entries[at][2], entries[at][3], rung, entries[at][5][0], -negated)
+            for rung, negated, _, at in keyed
+        )
 
 
 def _connection_verdict(
-    connection: RosterConnection,
-    state: ConnectionState,
-    request: RouteRequest,
-    settings: LadderSettings,
-    now: float,
-    *,
-    strict: bool,
+    state: ConnectionState, settings: LadderSettings, now: float, *, strict: bool
 ) -> Verdict:
-    if connection.api != request.api:
-        return Verdict(
-            SkipReason.API_MISMATCH,
-            f"speaks {connection.api}, the request came in as {request.api}; "
-            "translation between APIs is not available yet",
-        )
-    if strict:
-        verdict = plan_verdict(connection.billing)
-        if not verdict.passed:
-            return verdict
+    """Health and quota of an admissible connection: the later of the two waits decides."""
+    if not state.windows and state.cooldown_until is None and state.breaker is BreakerState.CLOSED:
+        return _MISSING if strict else Verdict()
     account = [w for w in state.windows if w.model is None]
-    if not account and strict and any(w.model is not None for w in state.windows):
+    if not account and strict and state.windows:
         # Only model-scoped windows were read: each model is judged by its own.
         quota = Verdict()
     else:
@@ -213,40 +328,12 @@ def _skip(verdict: Verdict, connection: RosterConnection, model: str | None = No
     return Skip(verdict.reason, verdict.detail, connection.id, model, rung, verdict.resets_at)
 
 
-def _tighter(account: Verdict, model: Verdict) -> Verdict:
-    if model.headroom is None:
-        return account
-    if account.headroom is None or model.headroom < account.headroom:
-        return model
-    return account
-
-
-def _merge(signals: Signals, headroom: float | None, health: float) -> Signals:
-    best = signals.headroom
-    if headroom is not None and (best is None or headroom > best):
-        best = headroom
-    return Signals(best, signals.price, max(signals.health, health), signals.fit)
-
-
-def _rank(entries: list[_Entry], ladder: Ladder) -> tuple[Candidate, ...]:
-    prices: dict[Rung, tuple[float, float]] = {}
-    for entry in entries:
-        price = entry.signals.price
-        if price is not None:
-            low, high = prices.get(entry.rung, (price, price))
-            prices[entry.rung] = (min(low, price), max(high, price))
-    scored = [
-        (
-            entry,
-            score(entry.signals, *prices.get(entry.rung, (0.0, 0.0)), ladder, paid=entry.rung.paid),
-        )
-        for entry in entries
-    ]
-    scored.sort(key=lambda pair: (pair[0].rung, -pair[1], pair[0].order))
-    return tuple(
-        Candidate(entry.provider, entry.model, entry.rung, tuple(entry.connection_ids), value)
-        for entry, value in scored
-    )
+def _lower(first: float | None, second: float | None) -> float | None:
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return min(first, second)
 
 
 def _subscription_waits(skipped: list[Skip], snapshot: Snapshot) -> bool:

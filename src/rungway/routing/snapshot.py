@@ -96,12 +96,23 @@ class RosterConnection:
 
 
 @dataclass(frozen=True, slots=True)
+class RungShare:
+    """The connections of a group that sit on one rung, in config order."""
+
+    rung: Rung
+    connection_ids: tuple[str, ...]
+    input_per_mtok: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelGroup:
-    """A (provider, model) and the connections serving it, in config order."""
+    """A (provider, model), the connections serving it, and their split by rung."""
 
     provider: str
     model: str
+    categories: frozenset[Category]
     members: tuple[tuple[RosterConnection, ServedModel], ...]
+    shares: tuple[RungShare, ...]
 
 
 class Roster:
@@ -111,16 +122,31 @@ class Roster:
         self.connections: Mapping[str, RosterConnection] = MappingProxyType(
             {connection.id: connection for connection in connections}
         )
-        groups: dict[tuple[str, str], list[tuple[RosterConnection, ServedModel]]] = {}
+        grouped: dict[tuple[str, str], list[tuple[RosterConnection, ServedModel]]] = {}
         for connection in self.connections.values():
             for served in connection.models:
-                groups.setdefault((connection.provider, served.model), []).append(
+                grouped.setdefault((connection.provider, served.model), []).append(
                     (connection, served)
                 )
-        self.groups: tuple[ModelGroup, ...] = tuple(
-            ModelGroup(provider, model, tuple(members))
-            for (provider, model), members in groups.items()
-        )
+        # Equal id tuples are shared between groups (a provider's models usually have the
+        # same connections), so a plan can judge each distinct tuple once per request.
+        interned: dict[tuple[str, ...], tuple[str, ...]] = {}
+        groups = []
+        for (provider, model), members in grouped.items():
+            by_rung: dict[Rung, list[tuple[RosterConnection, ServedModel]]] = {}
+            for member in members:
+                by_rung.setdefault(member[1].rung, []).append(member)
+            shares = []
+            for rung in sorted(by_rung):
+                ids = tuple(connection.id for connection, _ in by_rung[rung])
+                ids = interned.setdefault(ids, ids)
+                shares.append(RungShare(rung, ids, by_rung[rung][0][1].input_per_mtok))
+            groups.append(
+                ModelGroup(provider, model, members[0][1].categories, tuple(members), tuple(shares))
+            )
+        self.groups: tuple[ModelGroup, ...] = tuple(groups)
+        self.derived: dict[object, object] = {}
+        """Facts a consumer derives from the roster once and keeps (the ladder's indexes)."""
 
 
 @dataclass(frozen=True, slots=True)
