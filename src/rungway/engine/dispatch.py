@@ -70,6 +70,17 @@ class Plan:
     resolution: Resolution
     routes: list[Route]
     route_plan: RoutePlan
+    route_plan_json: bytes
+    """The route plan as the ledger stores it, encoded once."""
+
+    @classmethod
+    def of(cls, resolution: Resolution, routes: list[Route], route_plan: RoutePlan) -> Plan:
+        """A plan with its encoded route plan."""
+        return cls(resolution, routes, route_plan, orjson.dumps(route_plan.to_json()))
+
+
+_NAMED_PLANS_KEPT = 4096
+"""Named models' plans never change (no gate applies to them): remembered up to this many."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,18 +117,27 @@ class Engine:
             for connection in ladder.roster.connections.values()
             for served in connection.models
         }
+        self._named: dict[tuple[str, Api], Plan | Refusal] = {}
 
     def plan(self, call: Call) -> Plan | Refusal:
         """Where the request may go, or why it cannot go anywhere."""
+        model: str = call.body["model"]
+        known = self._named.get((model, call.api))
+        if known is not None:
+            return known
         try:
-            resolution = self.table.resolve(call.body["model"])
+            resolution = self.table.resolve(model)
         except UnknownModel as error:
             return Refusal(404, str(error), "model_not_found")
         except BadAutoId as error:
             return Refusal(400, str(error), "invalid_auto_id")
         if resolution.auto is not None:
             return self._ladder_plan(call, resolution)
-        return self._named_plan(call.api, resolution)
+        named = self._named_plan(call.api, resolution)
+        if len(self._named) >= _NAMED_PLANS_KEPT:
+            self._named.clear()
+        self._named[(model, call.api)] = named
+        return named
 
     def _ladder_plan(self, call: Call, resolution: Resolution) -> Plan | Refusal:
         spec = resolution.auto
@@ -135,7 +155,7 @@ class Engine:
             for connection_id in candidate.connection_ids
         ]
         if routes:
-            return Plan(resolution, routes, route_plan)
+            return Plan.of(resolution, routes, route_plan)
         return _empty_pool(route_plan, spec.ladder, spec.id, now)
 
     def _route(self, target: Target, rung: Rung | None) -> Route:
@@ -166,7 +186,7 @@ class Engine:
                 for route in routes
             )
             route_plan = RoutePlan(resolution.requested, None, None, candidates, tuple(skipped))
-            return Plan(resolution, routes, route_plan)
+            return Plan.of(resolution, routes, route_plan)
         spoken = " or ".join(sorted(_API_NAMES[api] for api in apis))
         return Refusal(
             400,
@@ -177,7 +197,7 @@ class Engine:
 
     async def complete(self, call: Call, plan: Plan) -> Outcome:
         """Try each route in order until one answers; record the request once it has ended."""
-        trail = _Trail(call, plan.resolution, plan.route_plan)
+        trail = _Trail(call, plan)
         for route in plan.routes:
             started = time.perf_counter()
             result = await self._attempt(call, route, trail)
@@ -305,12 +325,12 @@ class Engine:
             for attempt in attempts
         )
         noun = "connection" if len(attempts) == 1 else f"all {len(attempts)} connections"
-        message = f"{noun} serving {trail.resolution.resolved!r} failed: {tried}"
+        message = f"{noun} serving {trail.plan.resolution.resolved!r} failed: {tried}"
         if trail.reached:
             self._record(trail, None, last.outcome, status)
         retry_after = trail.retry_after_s if status == 429 else None
         code = f"upstream_{last.outcome}"
-        if trail.route_plan.ladder is Ladder.SUBSCRIPTION:
+        if trail.plan.route_plan.ladder is Ladder.SUBSCRIPTION:
             # Every verified plan connection failed at run time: still never a paid fallback.
             code = "subscription_unavailable"
         return Refusal(status, message, code=code, retry_after_s=retry_after)
@@ -325,8 +345,8 @@ class Engine:
                 started_at=call.started_at,
                 client_key=call.client_key,
                 api=call.api.value,
-                requested_model=trail.resolution.requested,
-                resolved_model=trail.resolution.resolved,
+                requested_model=trail.plan.resolution.requested,
+                resolved_model=trail.plan.resolution.resolved,
                 provider=connection.provider if connection else None,
                 connection_id=connection.id if connection else None,
                 upstream_model=route.target.model if route else None,
@@ -338,7 +358,7 @@ class Engine:
                 usage=trail.usage,
                 attempts=tuple(trail.attempts),
                 rung=route.rung.label if route is not None and route.rung is not None else None,
-                plan=trail.route_plan.to_json(),
+                plan=trail.plan.route_plan_json,
             )
         )
 
@@ -348,8 +368,7 @@ class _Trail:
     """What one request has been through so far."""
 
     call: Call
-    resolution: Resolution
-    route_plan: RoutePlan
+    plan: Plan
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ttfb: float | None = None

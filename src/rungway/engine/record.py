@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from rungway.adapters.base import Usage
 
@@ -40,8 +40,8 @@ class RequestRecord:
     usage: Usage = field(default_factory=Usage)
     attempts: tuple[Attempt, ...] = ()
     rung: str | None = None
-    plan: dict[str, Any] | None = None
-    """The route plan: candidates in order and every skip with its reason."""
+    plan: bytes | None = None
+    """The route plan as JSON: candidates in order and every skip with its reason."""
 
 
 class Recorder(Protocol):

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS requests (
     reasoning_tokens INTEGER NOT NULL,
     attempts TEXT NOT NULL,
     rung TEXT,
-    plan TEXT
+    plan BLOB
 );
 CREATE INDEX IF NOT EXISTS requests_started_at ON requests (started_at);
 """
@@ -53,7 +53,7 @@ _INSERT = (
 )
 _MIGRATIONS = {
     # version reached -> statements that reach it from the one before
-    2: ("ALTER TABLE requests ADD COLUMN rung TEXT", "ALTER TABLE requests ADD COLUMN plan TEXT"),
+    2: ("ALTER TABLE requests ADD COLUMN rung TEXT", "ALTER TABLE requests ADD COLUMN plan BLOB"),
 }
 _BATCH = 512
 _GATHER_S = 0.05
@@ -167,7 +167,7 @@ def _row(record: RequestRecord) -> tuple[Any, ...]:
         usage.reasoning_tokens,
         orjson.dumps(attempts).decode(),
         record.rung,
-        orjson.dumps(record.plan).decode() if record.plan is not None else None,
+        record.plan,
     )
 
 
