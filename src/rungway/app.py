@@ -15,12 +15,14 @@ from rungway.adapters.base import Connection
 from rungway.adapters.registry import provider_entry
 from rungway.clock import Clock, SystemClock
 from rungway.config import Settings
-from rungway.engine.dispatch import Engine, LadderInputs
+from rungway.engine.dispatch import Engine
+from rungway.engine.planning import LadderInputs, Planner
 from rungway.engine.state import NoTelemetry, StateSource
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.pricing import classify_tier
+from rungway.quota.board import QuotaBoard
 from rungway.routing.billing import BillingClass, Catalog, CatalogEntry
 from rungway.routing.capabilities import model_categories
 from rungway.routing.resolve import ConnectionFacts, ModelTable
@@ -41,6 +43,8 @@ class Gateway:
 
     app: GatewayApp
     ledger: SqliteLedger | MemoryLedger
+    quota: QuotaBoard | None
+    """The live quota, cooldown and breaker state (None when a test supplies its own)."""
 
 
 def build_gateway(
@@ -69,15 +73,25 @@ def build_gateway(
     )
     store = ledger or SqliteLedger(settings.ledger.path or default_ledger_path())
     client = UpstreamClient(settings.timeouts)
-    engine = Engine(
+    clock = clock or SystemClock()
+    # A test may supply fixed readings as `state`; otherwise the board learns from traffic.
+    board = QuotaBoard(settings.ladder) if state is None else None
+    planner = Planner(
         table=table,
         ladder=LadderInputs(
-            build_roster(settings), settings.ladder, clock or SystemClock(), state or NoTelemetry()
+            roster=build_roster(settings),
+            settings=settings.ladder,
+            clock=clock,
+            state=board if board is not None else state or NoTelemetry(),
         ),
         connections=connections,
         adapter_for=lambda provider: provider_entry(provider).adapter,
+    )
+    engine = Engine(
         client=client,
         recorder=store,
+        quota=board if board is not None else NoTelemetry(),
+        clock=clock,
     )
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
@@ -89,8 +103,15 @@ def build_gateway(
         await client.close()
         store.close()
 
-    app = GatewayApp(engine, keys, settings.server.max_body_bytes, startup, shutdown)
-    return Gateway(app, store)
+    app = GatewayApp(
+        planner=planner,
+        engine=engine,
+        keys=keys,
+        max_body_bytes=settings.server.max_body_bytes,
+        on_startup=startup,
+        on_shutdown=shutdown,
+    )
+    return Gateway(app, store, board)
 
 
 def builtin_catalog() -> list[CatalogEntry]:

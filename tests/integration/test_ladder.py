@@ -32,7 +32,7 @@ class Readings:
 
     states: dict[str, ConnectionState] = field(default_factory=dict)
 
-    def connection_states(self) -> Mapping[str, ConnectionState]:
+    def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
         return self.states
 
     def rung_spend(self) -> Mapping[Rung, RungSpend]:

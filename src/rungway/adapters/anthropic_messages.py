@@ -25,6 +25,8 @@ from rungway.protocol.anthropic_messages import PREAMBLE_EVENTS
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
+from rungway.quota import read_anthropic_api_key, read_anthropic_unified
+from rungway.routing.snapshot import QuotaWindow
 
 API_VERSION = "2023-06-01"
 OAUTH_BETA = "oauth-2025-04-20"
@@ -120,6 +122,14 @@ class AnthropicMessagesAdapter:
     def read_usage(self, response: dict[str, Any]) -> Usage:
         """Usage of a complete `message`."""
         return _usage(response.get("usage"), Usage())
+
+    def read_quota(
+        self, connection: Connection, *, model: str, headers: Mapping[str, str], now: float
+    ) -> tuple[QuotaWindow, ...]:
+        """Unified plan windows for a plan login; the API-key family for a key."""
+        if connection.auth is Auth.OAUTH:
+            return read_anthropic_unified(headers, model=model, now=now)
+        return read_anthropic_api_key(headers, now=now)
 
     def watch_stream(self, *, strip_usage_chunk: bool) -> AnthropicMessagesWatcher:
         """A watcher for one Messages event stream."""

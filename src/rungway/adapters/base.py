@@ -18,6 +18,7 @@ from rungway.config import Auth
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure
 from rungway.protocol.sse import SseEvent
+from rungway.routing.snapshot import QuotaWindow
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,12 @@ class Adapter(Protocol):
 
     def read_usage(self, response: dict[str, Any]) -> Usage:
         """Token counts of a complete (non-streaming) response."""
+        ...
+
+    def read_quota(
+        self, connection: Connection, *, model: str, headers: Mapping[str, str], now: float
+    ) -> tuple[QuotaWindow, ...]:
+        """The quota windows a response's headers report (none when it reports none)."""
         ...
 
     def watch_stream(self, *, strip_usage_chunk: bool) -> StreamWatcher:

@@ -27,6 +27,8 @@ from rungway.protocol import openai_chat
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
+from rungway.quota import read_x_ratelimit
+from rungway.routing.snapshot import QuotaWindow
 
 _FORWARDED_CLIENT_HEADERS = ("user-agent", "openai-beta", "x-stainless-")
 _TRY_AGAIN = re.compile(r"(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)")
@@ -114,6 +116,12 @@ class OpenAIChatAdapter:
     def read_usage(self, response: dict[str, Any]) -> Usage:
         """Usage of a `chat.completion`; cached prompt tokens are split out of the input."""
         return _usage(response.get("usage"))
+
+    def read_quota(
+        self, connection: Connection, *, model: str, headers: Mapping[str, str], now: float
+    ) -> tuple[QuotaWindow, ...]:
+        """The `x-ratelimit-*` windows (OpenAI, Groq, Cerebras and alike)."""
+        return read_x_ratelimit(headers, now=now)
 
     def watch_stream(self, *, strip_usage_chunk: bool) -> OpenAIChatWatcher:
         """A watcher for one `chat.completion.chunk` stream."""

@@ -1,23 +1,25 @@
-"""The dynamic state a ladder decision reads, and the port it comes through.
+"""The dynamic state a ladder decision reads, and the ports it comes and goes through.
 
 Quota readings, cooldowns and breakers (`ConnectionState`) and spend per rung come from
-stores that the engine does not own; it asks a `StateSource` for a copy at each decision.
+stores the engine does not own: it asks a `StateSource` for them at each decision, and
+tells a `QuotaObserver` what every upstream answer said.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from rungway.protocol.failures import Failure
 from rungway.routing.rungs import Rung
-from rungway.routing.snapshot import ConnectionState, RungSpend
+from rungway.routing.snapshot import ConnectionState, QuotaWindow, RungSpend
 
 
 class StateSource(Protocol):
     """Where the engine reads quota, health and spend from."""
 
-    def connection_states(self) -> Mapping[str, ConnectionState]:
-        """The current state of every connection that has any."""
+    def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
+        """The state at `now` of every connection that has any."""
         ...
 
     def rung_spend(self) -> Mapping[Rung, RungSpend]:
@@ -25,17 +27,42 @@ class StateSource(Protocol):
         ...
 
 
+class QuotaObserver(Protocol):
+    """Where the engine reports what each upstream answer said."""
+
+    def observe(self, connection_id: str, windows: Iterable[QuotaWindow], now: float) -> None:
+        """The quota windows one response reported."""
+        ...
+
+    def failed(self, connection_id: str, failure: Failure, now: float) -> None:
+        """An attempt failed."""
+        ...
+
+    def succeeded(self, connection_id: str) -> None:
+        """An attempt succeeded."""
+        ...
+
+
 class NoTelemetry:
-    """A source that knows nothing: every reading is missing and no spend is known.
+    """Knows nothing and remembers nothing: every reading is missing and no spend is known.
 
     `auto/thrifty` then drops nothing (missing telemetry admits), and `auto/subscription`
     admits nothing (an unverified plan is never used).
     """
 
-    def connection_states(self) -> Mapping[str, ConnectionState]:
+    def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
         """No states."""
         return {}
 
     def rung_spend(self) -> Mapping[Rung, RungSpend]:
         """No spend."""
         return {}
+
+    def observe(self, connection_id: str, windows: Iterable[QuotaWindow], now: float) -> None:
+        """Forget the windows."""
+
+    def failed(self, connection_id: str, failure: Failure, now: float) -> None:
+        """Forget the failure."""
+
+    def succeeded(self, connection_id: str) -> None:
+        """Forget the success."""

@@ -15,6 +15,7 @@ import orjson
 
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
+from rungway.engine.planning import Planner
 from rungway.protocol import anthropic_messages, openai_chat
 from rungway.protocol.api import Api
 from rungway.server.asgi import (
@@ -48,12 +49,15 @@ class GatewayApp:
 
     def __init__(
         self,
+        *,
+        planner: Planner,
         engine: Engine,
         keys: ClientKeys,
         max_body_bytes: int,
         on_startup: Lifecycle,
         on_shutdown: Lifecycle,
     ) -> None:
+        self._planner = planner
         self._engine = engine
         self._keys = keys
         self._max_body = max_body_bytes
@@ -93,7 +97,7 @@ class GatewayApp:
         call = await self._accept(api, scope, receive, send, started)
         if call is None:
             return
-        plan = self._engine.plan(call)
+        plan = self._planner.plan(call)
         if isinstance(plan, Refusal):
             await _refuse(send, api, call.request_id, plan)
             return
@@ -105,7 +109,7 @@ class GatewayApp:
         call = await self._accept(api, scope, receive, send, time.perf_counter(), count=True)
         if call is None:
             return
-        plan = self._engine.plan(call)
+        plan = self._planner.plan(call)
         if isinstance(plan, Refusal) and plan.status == 404:
             await _refuse(send, api, call.request_id, plan)
             return
@@ -194,7 +198,7 @@ class GatewayApp:
             message = "send a valid client key as `Authorization: Bearer <key>` or `x-api-key`"
             await _refuse(send, api, request_id, Refusal(401, message, "invalid_api_key"))
             return
-        models = self._engine.table.models()
+        models = self._planner.table.models()
         if api is Api.ANTHROPIC_MESSAGES:
             body = anthropic_messages.model_list((model, model) for model, _ in models)
         else:

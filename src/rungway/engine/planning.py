@@ -1,0 +1,190 @@
+"""Planning: from a checked request to the routes to try, in order, with the plan behind them.
+
+A named model goes to the connections that serve it (the plan is fixed, so it is built once
+per name). An `auto` id runs the ladder over a fresh snapshot; an empty ladder answers with
+an error, never a fallback to another billing class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import orjson
+
+from rungway.adapters.base import Adapter, Connection
+from rungway.clock import Clock
+from rungway.engine.call import Call, Refusal
+from rungway.engine.state import StateSource
+from rungway.protocol.api import Api
+from rungway.routing.autoid import BadAutoId, Ladder
+from rungway.routing.ladder import RouteRequest, plan_route
+from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
+from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
+from rungway.routing.rungs import Rung
+from rungway.routing.settings import LadderSettings
+from rungway.routing.snapshot import Roster, Snapshot
+
+_API_NAMES = {
+    Api.OPENAI_CHAT: "OpenAI Chat Completions (/v1/chat/completions)",
+    Api.ANTHROPIC_MESSAGES: "Anthropic Messages (/v1/messages)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A resolved target with everything needed to call it."""
+
+    target: Target
+    connection: Connection
+    adapter: Adapter
+    rung: Rung | None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The resolved model, the routes to try in order, and the route plan behind them."""
+
+    resolution: Resolution
+    routes: list[Route]
+    route_plan: RoutePlan
+    route_plan_json: bytes
+    """The route plan as the ledger stores it, encoded once."""
+
+    @classmethod
+    def of(cls, resolution: Resolution, routes: list[Route], route_plan: RoutePlan) -> Plan:
+        """A plan with its encoded route plan."""
+        return cls(resolution, routes, route_plan, orjson.dumps(route_plan.to_json()))
+
+
+_NAMED_PLANS_KEPT = 4096
+"""Named models' plans never change (no gate applies to them): remembered up to this many."""
+
+
+@dataclass(frozen=True, slots=True)
+class LadderInputs:
+    """What the engine needs to run the ladder: the roster, its settings, time and state."""
+
+    roster: Roster
+    settings: LadderSettings
+    clock: Clock
+    state: StateSource
+
+
+class Planner:
+    """Decides the routes of each request."""
+
+    def __init__(
+        self,
+        *,
+        table: ModelTable,
+        ladder: LadderInputs,
+        connections: Mapping[str, Connection],
+        adapter_for: Callable[[str], Adapter],
+    ) -> None:
+        self.table = table
+        self._ladder = ladder
+        self._connections = connections
+        self._adapter_for = adapter_for
+        self._rungs = {
+            (connection.id, served.model): served.rung
+            for connection in ladder.roster.connections.values()
+            for served in connection.models
+        }
+        self._named: dict[tuple[str, Api], Plan | Refusal] = {}
+
+    def plan(self, call: Call) -> Plan | Refusal:
+        """Where the request may go, or why it cannot go anywhere."""
+        model: str = call.body["model"]
+        known = self._named.get((model, call.api))
+        if known is not None:
+            return known
+        try:
+            resolution = self.table.resolve(model)
+        except UnknownModel as error:
+            return Refusal(404, str(error), "model_not_found")
+        except BadAutoId as error:
+            return Refusal(400, str(error), "invalid_auto_id")
+        if resolution.auto is not None:
+            return self._ladder_plan(call, resolution)
+        named = self._named_plan(call.api, resolution)
+        if len(self._named) >= _NAMED_PLANS_KEPT:
+            self._named.clear()
+        self._named[(model, call.api)] = named
+        return named
+
+    def _ladder_plan(self, call: Call, resolution: Resolution) -> Plan | Refusal:
+        spec = resolution.auto
+        assert spec is not None
+        ladder = self._ladder
+        now = ladder.clock.now()
+        snapshot = Snapshot(
+            ladder.roster, ladder.state.connection_states(now), ladder.state.rung_spend()
+        )
+        request = RouteRequest(resolution.requested, spec, call.api.value)
+        route_plan = plan_route(request, ladder.settings, snapshot, now)
+        routes = [
+            self._route(Target(connection_id, candidate.model), candidate.rung)
+            for candidate in route_plan.candidates
+            for connection_id in candidate.connection_ids
+        ]
+        if routes:
+            return Plan.of(resolution, routes, route_plan)
+        return _empty_pool(route_plan, spec.ladder, spec.id, now)
+
+    def _route(self, target: Target, rung: Rung | None) -> Route:
+        connection = self._connections[target.connection_id]
+        return Route(target, connection, self._adapter_for(connection.provider), rung)
+
+    def _named_plan(self, call_api: Api, resolution: Resolution) -> Plan | Refusal:
+        """The connections that can take a request for a named model, or why none can."""
+        routes: list[Route] = []
+        skipped: list[Skip] = []
+        apis: set[Api] = set()
+        for target in resolution.targets:
+            route = self._route(target, self._rungs.get((target.connection_id, target.model)))
+            apis.add(route.adapter.api)
+            if route.adapter.api is call_api:
+                routes.append(route)
+            else:
+                detail = f"speaks {route.adapter.api}, the request came in as {call_api}"
+                skipped.append(Skip(SkipReason.API_MISMATCH, detail, target.connection_id))
+        if routes:
+            candidates = tuple(
+                Candidate(
+                    route.connection.provider,
+                    route.target.model,
+                    route.rung if route.rung is not None else Rung.PREMIUM,
+                    (route.connection.id,),
+                )
+                for route in routes
+            )
+            route_plan = RoutePlan(resolution.requested, None, None, candidates, tuple(skipped))
+            return Plan.of(resolution, routes, route_plan)
+        spoken = " or ".join(sorted(_API_NAMES[api] for api in apis))
+        return Refusal(
+            400,
+            f"model {resolution.resolved!r} is served only by connections that speak {spoken}; "
+            f"call that endpoint instead (translation between APIs is not available yet)",
+            code="model_not_available_on_this_api",
+        )
+
+
+def _empty_pool(plan: RoutePlan, ladder: Ladder, auto_id: str, now: float) -> Refusal:
+    """The answer when the ladder leaves nothing: never a fallback to another billing class."""
+    reasons = "; ".join(_describe(skip) for skip in plan.skipped[:12])
+    more = f" (and {len(plan.skipped) - 12} more)" if len(plan.skipped) > 12 else ""
+    if ladder is not Ladder.SUBSCRIPTION:
+        return Refusal(503, f"no connection can serve {auto_id}: {reasons}{more}", "no_route")
+    message = f"no plan connection can serve {auto_id} without billing: {reasons}{more}"
+    if plan.subscription_exhausted:
+        wait = None if plan.earliest_reset is None else max(1.0, plan.earliest_reset - now)
+        return Refusal(429, message, "subscription_unavailable", retry_after_s=wait)
+    return Refusal(503, message, "subscription_unavailable")
+
+
+def _describe(skip: Skip) -> str:
+    subject = skip.connection_id or skip.model or (skip.rung.label if skip.rung else "?")
+    if skip.connection_id and skip.model:
+        subject = f"{skip.connection_id} ({skip.model})"
+    return f"{subject}: {skip.reason} ({skip.detail})"

@@ -1,0 +1,40 @@
+"""Quota state: readers of upstream signals, and the store, cooldowns and breakers.
+
+The readers exported here are pure: each takes what the upstream sent and `now`, the
+instant the response was received, and returns `QuotaWindow` readings for the store.
+"""
+
+from rungway.quota.errors import (
+    NO_SIGNAL,
+    ErrorSignal,
+    read_anthropic_unified_error,
+    read_codex_error,
+    read_gemini_error,
+    read_openrouter_error,
+)
+from rungway.quota.headers import (
+    codex_window_name,
+    fold_headers,
+    read_anthropic_api_key,
+    read_anthropic_unified,
+    read_codex,
+    read_x_ratelimit,
+)
+from rungway.quota.resets import parse_duration, parse_reset
+
+__all__ = [
+    "NO_SIGNAL",
+    "ErrorSignal",
+    "codex_window_name",
+    "fold_headers",
+    "parse_duration",
+    "parse_reset",
+    "read_anthropic_api_key",
+    "read_anthropic_unified",
+    "read_anthropic_unified_error",
+    "read_codex",
+    "read_codex_error",
+    "read_gemini_error",
+    "read_openrouter_error",
+    "read_x_ratelimit",
+]

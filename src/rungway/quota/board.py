@@ -1,0 +1,182 @@
+"""The live quota, cooldown and breaker state of every connection.
+
+The engine reports what each upstream response said (its quota windows, its failure or
+success); the ladder reads a `ConnectionState` per connection. A window keeps the memory
+of having been exhausted until a reading shows it back above the re-entry level: that
+memory, and nothing else, is how the ladder avoids flapping at the cut-off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+from rungway.protocol.failures import Failure, FailureClass
+from rungway.quota.breaker import TRIPPING, Breaker, BreakerPolicy
+from rungway.quota.cooldown import CooldownPolicy, cooldown_until
+from rungway.routing.rungs import Rung
+from rungway.routing.settings import LadderSettings
+from rungway.routing.snapshot import (
+    BreakerState,
+    ConnectionState,
+    QuotaWindow,
+    RungSpend,
+    WindowStatus,
+)
+
+_WindowKey = tuple[str, str | None]
+
+
+@dataclass(slots=True)
+class _Rest:
+    until: float
+    reason: str
+
+
+class QuotaBoard:
+    """Every connection's windows, cooldown and breaker; the ladder's source of state."""
+
+    def __init__(
+        self,
+        settings: LadderSettings,
+        cooldowns: CooldownPolicy | None = None,
+        breakers: BreakerPolicy | None = None,
+    ) -> None:
+        self._settings = settings
+        self._cooldowns = cooldowns or CooldownPolicy()
+        self._breakers = breakers or BreakerPolicy()
+        self._windows: dict[str, dict[_WindowKey, QuotaWindow]] = {}
+        self._rests: dict[str, _Rest] = {}
+        self._levels: dict[str, int] = {}
+        self._breaker: dict[str, Breaker] = {}
+        self._states: dict[str, ConnectionState] = {}
+        self._now = 0.0
+
+    def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
+        """A read-only view of the states at `now` (each state itself is immutable)."""
+        self.tick(now)
+        return MappingProxyType(self._states)
+
+    def rung_spend(self) -> Mapping[Rung, RungSpend]:
+        """Spend is not tracked here; see the ledger."""
+        return {}
+
+    def tick(self, now: float) -> None:
+        """Bring time-dependent state (breakers turning half-open) up to `now`."""
+        self._now = now
+        for connection_id, breaker in self._breaker.items():
+            if breaker.opened_at is not None:
+                state = self._states.get(connection_id)
+                if state is None or state.breaker is not breaker.state(now, self._breakers):
+                    self._rebuild(connection_id)
+
+    def observe(self, connection_id: str, windows: Iterable[QuotaWindow], now: float) -> None:
+        """Record the windows one response reported, keeping each window's exhaustion memory."""
+        known = self._windows.setdefault(connection_id, {})
+        changed = False
+        for window in windows:
+            key = (window.name, window.model)
+            previous = known.get(key)
+            known[key] = replace(window, was_exhausted=self._remembers(window, previous, now))
+            changed = True
+        if changed:
+            self._now = now
+            self._rebuild(connection_id)
+
+    def failed(self, connection_id: str, failure: Failure, now: float) -> None:
+        """Rest the connection after `failure`, and count it against the breaker."""
+        self._now = now
+        if failure.kind is FailureClass.QUOTA_EXHAUSTED and self._only_models_exhausted(
+            connection_id, now
+        ):
+            # A per-model window (a weekly limit on one model) gates that model by itself;
+            # resting the whole connection would bench every other model of the plan.
+            return
+        level = self._levels.get(connection_id, 0)
+        until = cooldown_until(
+            failure.kind,
+            level=level,
+            now=now,
+            retry_after_s=failure.retry_after_s,
+            resets_at=self._binding_reset(connection_id, now),
+            policy=self._cooldowns,
+        )
+        if until is not None:
+            current = self._rests.get(connection_id)
+            if (
+                current is None
+                or current.until <= now
+                or failure.kind is FailureClass.QUOTA_EXHAUSTED
+                or until > current.until
+            ):
+                self._rests[connection_id] = _Rest(until, f"{failure.kind}: {failure.message[:80]}")
+            self._levels[connection_id] = level + 1
+        if failure.kind in TRIPPING:
+            self._breaker.setdefault(connection_id, Breaker()).failed(now, self._breakers)
+        self._rebuild(connection_id)
+
+    def succeeded(self, connection_id: str) -> None:
+        """A good answer: the backoff starts over and the breaker closes."""
+        if connection_id in self._levels:
+            del self._levels[connection_id]
+        breaker = self._breaker.get(connection_id)
+        if breaker is not None and (breaker.failures or breaker.opened_at is not None):
+            breaker.succeeded()
+            self._rebuild(connection_id)
+
+    def clear_cooldown(self, connection_id: str) -> bool:
+        """End the connection's cooldown now (an operator's call); True if it had one."""
+        had = self._rests.pop(connection_id, None) is not None
+        self._levels.pop(connection_id, None)
+        if had:
+            self._rebuild(connection_id)
+        return had
+
+    def _remembers(self, window: QuotaWindow, previous: QuotaWindow | None, now: float) -> bool:
+        exit_at = self._settings.exit_cutoff_percent
+        if window.status is WindowStatus.REJECTED:
+            return True
+        if window.used_percent is None:
+            return previous.was_exhausted if previous is not None else False
+        remaining = 100.0 - window.used_percent
+        if remaining <= exit_at:
+            return True
+        if remaining > self._settings.reentry_min_remaining_percent:
+            return False
+        # Inside the band: keep what the window was, unless that was another window period.
+        if previous is None or (previous.resets_at is not None and previous.resets_at <= now):
+            return False
+        return previous.was_exhausted
+
+    def _only_models_exhausted(self, connection_id: str, now: float) -> bool:
+        exhausted = [
+            window
+            for window in self._windows.get(connection_id, {}).values()
+            if window.was_exhausted and (window.resets_at is None or window.resets_at > now)
+        ]
+        return bool(exhausted) and all(window.model is not None for window in exhausted)
+
+    def _binding_reset(self, connection_id: str, now: float) -> float | None:
+        # The connection is usable again when its last exhausted window resets.
+        resets = [
+            window.resets_at
+            for window in self._windows.get(connection_id, {}).values()
+            if window.was_exhausted and window.resets_at is not None and window.resets_at > now
+        ]
+        return max(resets) if resets else None
+
+    def _rebuild(self, connection_id: str) -> None:
+        windows = tuple(self._windows.get(connection_id, {}).values())
+        rest = self._rests.get(connection_id)
+        breaker = self._breaker.get(connection_id)
+        state = ConnectionState(
+            windows=windows,
+            cooldown_until=rest.until if rest is not None else None,
+            cooldown_reason=rest.reason if rest is not None else "",
+            breaker=breaker.state(self._now, self._breakers) if breaker else BreakerState.CLOSED,
+        )
+        if state == ConnectionState():
+            self._states.pop(connection_id, None)
+        else:
+            self._states[connection_id] = state
