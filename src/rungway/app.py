@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -11,7 +13,7 @@ import platformdirs
 import yaml
 from pydantic import SecretStr
 
-from rungway.adapters.base import Connection
+from rungway.adapters.base import Connection, UsageEndpoint
 from rungway.adapters.registry import provider_entry
 from rungway.clock import Clock, SystemClock
 from rungway.config import Settings
@@ -23,6 +25,7 @@ from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.pricing import classify_tier
 from rungway.quota.board import QuotaBoard
+from rungway.quota.poller import PollTarget, UsagePoller
 from rungway.routing.billing import BillingClass, Catalog, CatalogEntry
 from rungway.routing.capabilities import model_categories
 from rungway.routing.resolve import ConnectionFacts, ModelTable
@@ -74,8 +77,20 @@ def build_gateway(
     store = ledger or SqliteLedger(settings.ledger.path or default_ledger_path())
     client = UpstreamClient(settings.timeouts)
     clock = clock or SystemClock()
-    # A test may supply fixed readings as `state`; otherwise the board learns from traffic.
+    # A test may supply fixed readings as `state`; otherwise the board learns from traffic
+    # and from the plans' usage endpoints.
     board = QuotaBoard(settings.ladder) if state is None else None
+    poller = None
+    if board is not None:
+        poller = UsagePoller(
+            board,
+            _usage_targets(connections.values()),
+            client.get,
+            clock,
+            settings.ladder,
+            interval_s=settings.quota.poll_interval_s,
+            deadline_s=settings.quota.inline_deadline_s,
+        )
     planner = Planner(
         table=table,
         ladder=LadderInputs(
@@ -83,6 +98,7 @@ def build_gateway(
             settings=settings.ladder,
             clock=clock,
             state=board if board is not None else state or NoTelemetry(),
+            verifier=poller if poller is not None else NoTelemetry(),
         ),
         connections=connections,
         adapter_for=lambda provider: provider_entry(provider).adapter,
@@ -95,11 +111,17 @@ def build_gateway(
     )
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
+    background: list[asyncio.Task[None]] = []
+
     async def startup() -> None:
         await client.start()
+        if poller is not None and settings.quota.poll_interval_s > 0:
+            background.append(asyncio.get_running_loop().create_task(poller.run()))
         settle_heap()
 
     async def shutdown() -> None:
+        for task in background:
+            task.cancel()
         await client.close()
         store.close()
 
@@ -160,6 +182,17 @@ def build_roster(settings: Settings) -> Roster:
             )
         )
     return Roster(connections)
+
+
+def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:
+    targets = []
+    for connection in connections:
+        adapter = provider_entry(connection.provider).adapter
+        if isinstance(adapter, UsageEndpoint):
+            target = adapter.usage_target(connection)
+            if target is not None:
+                targets.append(target)
+    return targets
 
 
 def settle_heap() -> None:

@@ -134,6 +134,15 @@ class TimeoutSettings(_Frozen):
     idle_s: Annotated[float, Field(gt=0)] = 120.0
 
 
+class QuotaSettings(_Frozen):
+    """Polling of plan usage endpoints."""
+
+    poll_interval_s: Annotated[float, Field(ge=0)] = 300.0
+    """Background polling interval per connection (and once after each reset); 0 turns it off."""
+    inline_deadline_s: Annotated[float, Field(gt=0, le=30)] = 2.0
+    """How long `auto/subscription` may wait to verify a plan with no fresh reading."""
+
+
 class LedgerSettings(_Frozen):
     """Where the request ledger is kept; by default under the user's data directory."""
 
@@ -160,6 +169,7 @@ class Settings(_Frozen):
     capabilities: dict[str, tuple[Category, ...]] = Field(default_factory=dict)
     timeouts: TimeoutSettings = TimeoutSettings()
     ledger: LedgerSettings = LedgerSettings()
+    quota: QuotaSettings = QuotaSettings()
     connections: tuple[ConnectionConfig, ...]
     aliases: dict[str, str] = Field(default_factory=dict)
     client_keys: tuple[ClientKeyConfig, ...] = ()

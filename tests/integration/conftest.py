@@ -147,6 +147,8 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
         ledger_path = tmp_path / "ledger.sqlite3"
         document: dict[str, Any] = {
             "timeouts": {"connect_s": 2, "first_byte_s": 1.5, "idle_s": 1.5},
+            # No background polls: tests count the requests each upstream receives.
+            "quota": {"poll_interval_s": 0},
             "ledger": {"path": str(ledger_path)},
             "connections": [
                 _connection(

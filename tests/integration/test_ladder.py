@@ -115,7 +115,8 @@ def test_thrifty_on_the_openai_ingress_uses_the_cheap_rung_and_its_budget(
 def test_subscription_without_a_verified_reading_fails_closed(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
-    gateway = start_gateway()
+    # No readings, and nothing to verify the plan with.
+    gateway = start_gateway(state=Readings())
     with pytest.raises(anthropic.InternalServerError) as raised:
         _claude(gateway.url).messages.create(
             model="auto/subscription", max_tokens=64, messages=HELLO

@@ -6,6 +6,7 @@ a test in an instant.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,7 +88,9 @@ def _api() -> Scenario:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
+def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
+    marker = request.node.get_closest_marker("poll_interval_s")
+    poll_interval_s = marker.args[0] if marker else 0
     clock = FakeClock(START)
     plan = SimUpstream(_plan(START), clock)
     api = SimUpstream(_api())
@@ -97,6 +100,7 @@ def world(tmp_path: Path) -> Iterator[World]:
         settings = parse_settings(
             {
                 "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
+                "quota": {"poll_interval_s": poll_interval_s},
                 "connections": [
                     {
                         "id": "plan",
@@ -182,3 +186,36 @@ def test_a_model_scoped_window_removes_only_its_model_from_the_plan(world: World
         "subscription",
     )
     assert row["connection_id"] == "plan"
+
+
+def _usage_polls(sim: SimUpstream) -> int:
+    return sum(1 for request in sim.requests if request.path == "/api/oauth/usage")
+
+
+def test_subscription_on_a_cold_start_verifies_inline_and_serves_from_the_plan(
+    world: World,
+) -> None:
+    assert world.send("auto/subscription") == "plan"
+    assert [request.path for request in world.plan.requests] == [
+        "/api/oauth/usage",
+        "/v1/messages",
+    ]
+    assert world.api.requests == []
+    # Verified once: the next request needs no second poll.
+    assert world.send("auto/subscription") == "plan"
+    assert _usage_polls(world.plan) == 1
+
+
+@pytest.mark.poll_interval_s(3600)
+def test_background_polls_read_the_plan_at_start_and_right_after_a_reset(world: World) -> None:
+    deadline = time.monotonic() + 5
+    while _usage_polls(world.plan) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _usage_polls(world.plan) == 1
+    state = world.gateway.quota.connection_states(world.clock.now())["plan"]  # type: ignore[union-attr]
+    reset = min(w.resets_at for w in state.windows if w.resets_at is not None)
+    world.clock.set(reset + 1)
+    deadline = time.monotonic() + 5
+    while _usage_polls(world.plan) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _usage_polls(world.plan) == 2

@@ -26,6 +26,8 @@ from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
 from rungway.quota import read_anthropic_api_key, read_anthropic_unified
+from rungway.quota.poller import PollTarget
+from rungway.quota.usage import read_claude_usage
 from rungway.routing.snapshot import QuotaWindow
 
 API_VERSION = "2023-06-01"
@@ -130,6 +132,22 @@ class AnthropicMessagesAdapter:
         if connection.auth is Auth.OAUTH:
             return read_anthropic_unified(headers, model=model, now=now)
         return read_anthropic_api_key(headers, now=now)
+
+    def usage_target(self, connection: Connection) -> PollTarget | None:
+        """A plan login's OAuth usage endpoint (provider-signals.md A2.5); keys have none."""
+        if connection.auth is not Auth.OAUTH or connection.secret is None:
+            return None
+        headers = {
+            "authorization": f"Bearer {connection.secret.get_secret_value()}",
+            "anthropic-beta": OAUTH_BETA,
+            "accept": "application/json",
+        }
+        return PollTarget(
+            connection.id,
+            f"{connection.base_url}/api/oauth/usage",
+            headers,
+            lambda body, now: read_claude_usage(body, now=now),
+        )
 
     def watch_stream(self, *, strip_usage_chunk: bool) -> AnthropicMessagesWatcher:
         """A watcher for one Messages event stream."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 from pydantic import SecretStr
@@ -18,6 +18,7 @@ from rungway.config import Auth
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure
 from rungway.protocol.sse import SseEvent
+from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
 
 
@@ -153,3 +154,12 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+@runtime_checkable
+class UsageEndpoint(Protocol):
+    """An adapter whose plan logins have a usage endpoint the gateway can poll."""
+
+    def usage_target(self, connection: Connection) -> PollTarget | None:
+        """The connection's usage endpoint, or None when it has none."""
+        ...

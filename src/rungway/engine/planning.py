@@ -15,9 +15,10 @@ import orjson
 from rungway.adapters.base import Adapter, Connection
 from rungway.clock import Clock
 from rungway.engine.call import Call, Refusal
-from rungway.engine.state import StateSource
+from rungway.engine.state import QuotaVerifier, StateSource
 from rungway.protocol.api import Api
 from rungway.routing.autoid import BadAutoId, Ladder
+from rungway.routing.billing import BillingClass
 from rungway.routing.ladder import RouteRequest, plan_route
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
@@ -69,6 +70,7 @@ class LadderInputs:
     settings: LadderSettings
     clock: Clock
     state: StateSource
+    verifier: QuotaVerifier
 
 
 class Planner:
@@ -92,8 +94,13 @@ class Planner:
             for served in connection.models
         }
         self._named: dict[tuple[str, Api], Plan | Refusal] = {}
+        self._plan_connections = [
+            connection.id
+            for connection in ladder.roster.connections.values()
+            if connection.billing.billing is BillingClass.SUBSCRIPTION
+        ]
 
-    def plan(self, call: Call) -> Plan | Refusal:
+    async def plan(self, call: Call) -> Plan | Refusal:
         """Where the request may go, or why it cannot go anywhere."""
         model: str = call.body["model"]
         known = self._named.get((model, call.api))
@@ -106,6 +113,9 @@ class Planner:
         except BadAutoId as error:
             return Refusal(400, str(error), "invalid_auto_id")
         if resolution.auto is not None:
+            if resolution.auto.ladder is Ladder.SUBSCRIPTION:
+                # Fail closed needs verified readings: fetch the missing ones first.
+                await self._ladder.verifier.verify(self._plan_connections)
             return self._ladder_plan(call, resolution)
         named = self._named_plan(call.api, resolution)
         if len(self._named) >= _NAMED_PLANS_KEPT:

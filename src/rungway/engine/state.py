@@ -43,6 +43,14 @@ class QuotaObserver(Protocol):
         ...
 
 
+class QuotaVerifier(Protocol):
+    """Makes sure connections have a fresh reading before a fail-closed decision."""
+
+    async def verify(self, connection_ids: Iterable[str]) -> None:
+        """Refresh, within a short deadline, the readings of `connection_ids` that lack one."""
+        ...
+
+
 class NoTelemetry:
     """Knows nothing and remembers nothing: every reading is missing and no spend is known.
 
@@ -66,3 +74,6 @@ class NoTelemetry:
 
     def succeeded(self, connection_id: str) -> None:
         """Forget the success."""
+
+    async def verify(self, connection_ids: Iterable[str]) -> None:
+        """Nothing to refresh from."""

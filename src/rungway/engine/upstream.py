@@ -128,6 +128,16 @@ class UpstreamClient:
             connection.protocol.read_timeout = timeouts.idle_s
         return UpstreamResponse(response.status, response.headers, response, timeouts.idle_s)
 
+    async def get(
+        self, url: str, headers: Mapping[str, str], deadline_s: float
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """GET `url` (a usage endpoint) and read the whole answer within `deadline_s`."""
+        if self._session is None:
+            raise RuntimeError("UpstreamClient.start() was not called")
+        timeout = aiohttp.ClientTimeout(total=deadline_s)
+        async with self._session.get(url, headers=dict(headers), timeout=timeout) as response:
+            return response.status, response.headers, await response.read()
+
 
 def _describe(error: aiohttp.ClientError) -> str:
     if isinstance(error, aiohttp.ClientConnectorError):

@@ -97,7 +97,7 @@ class GatewayApp:
         call = await self._accept(api, scope, receive, send, started)
         if call is None:
             return
-        plan = self._planner.plan(call)
+        plan = await self._planner.plan(call)
         if isinstance(plan, Refusal):
             await _refuse(send, api, call.request_id, plan)
             return
@@ -109,7 +109,7 @@ class GatewayApp:
         call = await self._accept(api, scope, receive, send, time.perf_counter(), count=True)
         if call is None:
             return
-        plan = self._planner.plan(call)
+        plan = await self._planner.plan(call)
         if isinstance(plan, Refusal) and plan.status == 404:
             await _refuse(send, api, call.request_id, plan)
             return

@@ -169,6 +169,11 @@ class QuotaBook:
                     return True
         return False
 
+    @property
+    def clock(self) -> Clock:
+        """The clock the windows run on."""
+        return self._clock
+
     def readings(self) -> list[WindowReading]:
         """Every window's state now."""
         now = self._clock.now()

@@ -108,6 +108,8 @@ class Scenario(_Frozen):
     clock: ClockSpec = ClockSpec()
     response: ResponseSpec = ResponseSpec()
     faults: tuple[Fault, ...] = ()
+    usage_reads_per_hour: int = Field(default=30, ge=1)
+    """How often the plan's usage endpoint may be read before it answers 429."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -1,0 +1,144 @@
+"""Polling plan usage endpoints: in the background, after resets, and inline on demand.
+
+`auto/subscription` uses a plan only on a fresh verified reading. On a cold start there is
+none, so the planner asks `verify()` for the plan connections first: each one missing a
+fresh reading is polled once (single-flight: concurrent requests share the one call),
+within a short deadline. In the background, every connection is polled at an interval and
+once right after each known window reset. Each endpoint's own rate limit is honoured: a
+429 from it pauses polling of that connection for its `Retry-After`.
+
+A failed poll adds nothing, so the last reading simply ages into staleness; it can never
+leave a stale "available" reading behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from rungway.clock import Clock
+from rungway.quota.board import QuotaBoard
+from rungway.routing.settings import LadderSettings
+from rungway.routing.snapshot import QuotaWindow
+
+log = logging.getLogger("rungway.quota")
+
+Fetch = Callable[[str, Mapping[str, str], float], Awaitable[tuple[int, Mapping[str, str], bytes]]]
+"""GET a URL with headers within a deadline: (status, headers, body)."""
+ReadUsage = Callable[[bytes, float], tuple[QuotaWindow, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class PollTarget:
+    """One connection's usage endpoint and how to read it."""
+
+    connection_id: str
+    url: str
+    headers: Mapping[str, str]
+    read: ReadUsage
+
+
+class UsagePoller:
+    """Keeps plan readings fresh by polling their usage endpoints."""
+
+    def __init__(
+        self,
+        board: QuotaBoard,
+        targets: Iterable[PollTarget],
+        fetch: Fetch,
+        clock: Clock,
+        settings: LadderSettings,
+        *,
+        interval_s: float = 300.0,
+        deadline_s: float = 2.0,
+    ) -> None:
+        self._board = board
+        self._targets = {target.connection_id: target for target in targets}
+        self._fetch = fetch
+        self._clock = clock
+        self._max_age = settings.max_state_age_s
+        self._interval = interval_s
+        self._deadline = deadline_s
+        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._last: dict[str, float] = {}
+        self._paused_until: dict[str, float] = {}
+
+    def needs_reading(self, connection_id: str, now: float) -> bool:
+        """True when no fresh account-wide reading of the connection exists."""
+        state = self._board.connection_states(now).get(connection_id)
+        for window in state.windows if state is not None else ():
+            fresh = now - window.checked_at <= self._max_age
+            current = window.resets_at is None or window.resets_at > now
+            if window.model is None and fresh and current:
+                return False
+        return True
+
+    async def verify(self, connection_ids: Iterable[str]) -> None:
+        """Poll, within the deadline, each of `connection_ids` that lacks a fresh reading."""
+        now = self._clock.now()
+        due = [
+            cid for cid in connection_ids if cid in self._targets and self.needs_reading(cid, now)
+        ]
+        if not due:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._deadline):
+                await asyncio.gather(*(self.poll(cid) for cid in due))
+
+    async def poll(self, connection_id: str) -> None:
+        """Poll one connection now, or join the poll already under way."""
+        task = self._inflight.get(connection_id)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._poll_once(connection_id))
+            self._inflight[connection_id] = task
+            task.add_done_callback(lambda _: self._inflight.pop(connection_id, None))
+        await asyncio.shield(task)
+
+    async def run(self, tick_s: float = 1.0) -> None:
+        """Poll in the background until cancelled: at the interval and after each reset."""
+        while True:
+            now = self._clock.now()
+            for connection_id in list(self._targets):
+                if self._due(connection_id, now):
+                    with contextlib.suppress(Exception):
+                        await self.poll(connection_id)
+            await asyncio.sleep(tick_s)
+
+    def _due(self, connection_id: str, now: float) -> bool:
+        last = self._last.get(connection_id)
+        if last is None or now - last >= self._interval:
+            return True
+        # A window reset since the last poll: read the new window at once.
+        state = self._board.connection_states(now).get(connection_id)
+        return any(
+            window.resets_at is not None and last < window.resets_at <= now
+            for window in (state.windows if state is not None else ())
+        )
+
+    async def _poll_once(self, connection_id: str) -> None:
+        target = self._targets[connection_id]
+        now = self._clock.now()
+        if self._paused_until.get(connection_id, 0.0) > now:
+            return
+        self._last[connection_id] = now
+        try:
+            status, headers, body = await self._fetch(target.url, target.headers, self._deadline)
+        except Exception as error:  # an unreachable endpoint must not break the request path
+            log.warning("usage poll of %s failed: %s", connection_id, error)
+            return
+        received = self._clock.now()
+        if status == 429:
+            wait = headers.get("retry-after")
+            pause = float(wait) if wait and wait.replace(".", "", 1).isdigit() else 300.0
+            self._paused_until[connection_id] = received + pause
+            log.info("usage endpoint of %s asks for a %.0fs pause", connection_id, pause)
+            return
+        if status >= 300:
+            log.warning("usage poll of %s answered HTTP %d", connection_id, status)
+            return
+        windows = target.read(body, received)
+        if windows:
+            self._board.observe(connection_id, windows, received)
