@@ -7,7 +7,9 @@ through until its first content event; see `relay.py`.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import orjson
@@ -53,6 +55,7 @@ class Engine:
         self._recorder = recorder
         self._quota = quota
         self._clock = clock
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def complete(self, call: Call, plan: Plan) -> Outcome:
         """Try each route in order until one answers; record the request once it has ended."""
@@ -125,11 +128,15 @@ class Engine:
             trail.reached = trail.reached or error.reached
             return Failure(FailureClass.NETWORK, str(error))
         trail.reached = True
-        windows = adapter.read_quota(
-            connection, model=route.target.model, headers=response.headers, now=self._clock.now()
-        )
-        if windows:
-            self._quota.observe(connection.id, windows, self._clock.now())
+        received = self._clock.now()
+        if response.status < 300:
+            # A good answer's quota is recorded once the reply is on its way, off the
+            # latency path; a failure's is recorded first, because its cooldown reads it.
+            if self._loop is None:
+                self._loop = asyncio.get_running_loop()
+            self._loop.call_soon(self._read_quota, route, response.headers, received)
+        else:
+            self._read_quota(route, response.headers, received)
         # Upstream rate-limit headers describe the gateway's account, not the client's, and
         # would mislead a client the gateway is about to carry past that limit: not passed.
         headers = _json_headers(call, route)
@@ -177,6 +184,13 @@ class Engine:
         self._quota.succeeded(connection.id)
         self._record(trail, route, "ok", response.status)
         return Reply(response.status, headers, body)
+
+    def _read_quota(self, route: Route, headers: Mapping[str, str], received: float) -> None:
+        windows = route.adapter.read_quota(
+            route.connection, model=route.target.model, headers=headers, now=received
+        )
+        if windows:
+            self._quota.observe(route.connection.id, windows, received)
 
     def _give_up(self, trail: _Trail) -> Refusal:
         attempts = trail.attempts

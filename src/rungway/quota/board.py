@@ -75,10 +75,14 @@ class QuotaBoard:
         """Record the windows one response reported, keeping each window's exhaustion memory."""
         known = self._windows.setdefault(connection_id, {})
         changed = False
-        for window in windows:
-            key = (window.name, window.model)
-            previous = known.get(key)
-            known[key] = replace(window, was_exhausted=self._remembers(window, previous, now))
+        for reading in windows:
+            key = (reading.name, reading.model)
+            remembered = self._remembers(reading, known.get(key), now)
+            known[key] = (
+                reading
+                if remembered == reading.was_exhausted
+                else replace(reading, was_exhausted=remembered)
+            )
             changed = True
         if changed:
             self._now = now

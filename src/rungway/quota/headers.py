@@ -24,8 +24,8 @@ _UNIFIED_PREFIX = "anthropic-ratelimit-unified-"
 # A2.3: pay-as-you-go overage and its routing hints describe billing, not a plan window.
 _NOT_WINDOWS = ("overage", "fallback", "upgrade")
 # A2.3: the session and weekly windows bind the whole account; any other claim (`7d_oi` on
-# Fable requests, `7d_opus`, `7d_sonnet`) binds only the model it was reported for
-# (CPA #5275, claude-relay-service PR #1228: a Fable-only rejection must not bench the account).
+# Fable requests, `7d_opus`, `7d_sonnet`) binds only the model it was reported for: a
+# Fable-only rejection must not bench the whole account.
 _ACCOUNT_WIDE = frozenset({"5h", "7d"})
 # `representative-claim` uses long names (A2.3); windows are named as the per-claim headers
 # spell them.
@@ -41,9 +41,18 @@ _FIVE_HOURS_MIN = 300
 _SEVEN_DAYS_MIN = 10_080
 
 
-def fold_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The headers with lower-cased names; the last of repeated names wins."""
-    return {name.lower(): value for name, value in headers.items()}
+def fold_headers(headers: Mapping[str, str], prefix: str = "") -> dict[str, str]:
+    """The headers with lower-cased names (only those starting with `prefix`).
+
+    The last of repeated names wins. Readers pass their family's prefix: a response carries
+    a dozen other headers, and every response passes through a reader.
+    """
+    folded = {}
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered.startswith(prefix):
+            folded[lowered] = value
+    return folded
 
 
 def read_anthropic_unified(
@@ -54,7 +63,7 @@ def read_anthropic_unified(
     `model` is the model of the request that carried the headers: model-scoped claims such
     as `7d_oi` are recorded against it.
     """
-    folded = fold_headers(headers)
+    folded = fold_headers(headers, _UNIFIED_PREFIX)
     claims: dict[str, dict[str, str]] = {}
     for name, value in folded.items():
         match = _UNIFIED.fullmatch(name)
@@ -129,7 +138,7 @@ def read_anthropic_api_key(headers: Mapping[str, str], *, now: float) -> tuple[Q
     Resets are RFC 3339 and mark when the bucket is full again, not when a retry may succeed
     (A1: the bucket refills continuously; only `retry-after` is a wait hint).
     """
-    folded = fold_headers(headers)
+    folded = fold_headers(headers, "anthropic-ratelimit-")
     windows = []
     for kind in _API_KEY_LIMITS:
         prefix = f"anthropic-ratelimit-{kind}-"
@@ -153,7 +162,7 @@ def read_x_ratelimit(headers: Mapping[str, str], *, now: float) -> tuple[QuotaWi
     `requests-day`, `tokens-minute` (Cerebras: A8), `tokens_usage_based` (A3).
     """
     buckets: dict[str, dict[str, str]] = {}
-    for name, value in fold_headers(headers).items():
+    for name, value in fold_headers(headers, "x-ratelimit-").items():
         match = _X_RATELIMIT.fullmatch(name)
         if match is not None:
             buckets.setdefault(match["name"], {})[match["field"]] = value
@@ -205,7 +214,7 @@ def read_codex(headers: Mapping[str, str], *, now: float) -> tuple[QuotaWindow, 
     secondary slot. An extra metered family `x-codex-<family>-*` gets its family as a name
     prefix and is scoped to the model its `-limit-name` header names, when there is one.
     """
-    folded = fold_headers(headers)
+    folded = fold_headers(headers, "x-codex-")
     slots: dict[tuple[str, str], dict[str, str]] = {}
     for name, value in folded.items():
         match = _CODEX.fullmatch(name)

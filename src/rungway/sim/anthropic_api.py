@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import secrets
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -21,6 +20,7 @@ from rungway.protocol.sse import encode_event
 from rungway.sim.completion import Completion, estimate_input_tokens
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
+from rungway.sim.plan_usage import PlanUsageEndpoint
 from rungway.sim.quota import Admission, Header, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
 from rungway.sim.serving import GenerationRequest, GenerationService
@@ -303,8 +303,7 @@ class AnthropicApi:
         self._dialect = AnthropicDialect(scenario)
         self._service = GenerationService(scenario, self._dialect, book, faults, tally)
         self._scenario = scenario
-        self._book = book
-        self._usage_reads: list[float] = []
+        self._usage = PlanUsageEndpoint(scenario, book, self._dialect.authenticate)
 
     async def handle(
         self, scope: Scope, receive: Receive, send: Send, request: RecordedRequest
@@ -320,7 +319,7 @@ class AnthropicApi:
         elif method == "GET" and path.startswith("/v1/models/"):
             await send_reply(send, self._get_model(request, path.removeprefix("/v1/models/")))
         elif method == "GET" and path == "/api/oauth/usage":
-            await send_reply(send, self._oauth_usage(request))
+            await send_reply(send, self._usage.answer(request))
         else:
             await send_reply(send, error_reply(404, "not_found_error", "Not Found"))
 
@@ -330,31 +329,6 @@ class AnthropicApi:
             return body
         payload = orjson.dumps({"input_tokens": estimate_input_tokens(_prompt(body))})
         return Reply(200, payload, ((b"request-id", new_request_id().encode()),))
-
-    def _oauth_usage(self, request: RecordedRequest) -> Reply:
-        """The plan's usage endpoint: percent used (0..100) and ISO resets per window.
-
-        It answers only plan logins (a bearer token with the OAuth beta), and is itself
-        rate limited, about 30 reads an hour (provider-signals.md A2.5).
-        """
-        refused = self._dialect.authenticate(request)
-        if refused is not None:
-            return refused
-        now = self._book.clock.now()
-        self._usage_reads = [at for at in self._usage_reads if at > now - 3600]
-        if len(self._usage_reads) >= self._scenario.usage_reads_per_hour:
-            wait = int(self._usage_reads[0] + 3600 - now) + 1
-            reply = error_reply(429, "rate_limit_error", "Rate limited. Please try again later.")
-            return Reply(reply.status, reply.body, ((b"retry-after", str(wait).encode()),))
-        self._usage_reads.append(now)
-        body: dict[str, Any] = {}
-        for reading in self._book.readings():
-            key = reading.spec.claim or reading.spec.name
-            body[key] = {
-                "utilization": round(reading.utilization * 100, 1),
-                "resets_at": datetime.fromtimestamp(reading.reset_at, UTC).isoformat(),
-            }
-        return Reply(200, orjson.dumps(body), ((b"request-id", new_request_id().encode()),))
 
     def _authorized(self, request: RecordedRequest) -> Reply | None:
         refused = self._dialect.authenticate(request)
