@@ -26,13 +26,11 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from importlib import resources
 
-import yaml
-
+from rungway import app
 from rungway.pricing import Tier
 from rungway.routing.autoid import Category, parse_auto_id
-from rungway.routing.billing import BillingClass, Catalog, CatalogEntry
+from rungway.routing.billing import BillingClass, Catalog
 from rungway.routing.ladder import RouteRequest, plan_route
 from rungway.routing.rungs import Rung, rung_for
 from rungway.routing.settings import LadderSettings
@@ -72,13 +70,7 @@ SPEND = {Rung.CHEAP: RungSpend(2.0, 0.25), Rung.PREMIUM: RungSpend(10.0)}
 
 def builtin_catalog() -> Catalog:
     """The curated catalog shipped in the package."""
-    text = resources.files("rungway.routing").joinpath("billing_catalog.yaml").read_text()
-    return Catalog(
-        CatalogEntry(
-            row["provider"], row.get("auth"), BillingClass(row["billing"]), row["overage"], ""
-        )
-        for row in yaml.safe_load(text)
-    )
+    return Catalog(app.builtin_catalog())
 
 
 def served_models(provider: str, rung_of: dict[Tier, Rung]) -> tuple[ServedModel, ...]:

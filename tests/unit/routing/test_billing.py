@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from rungway import app
 from rungway.pricing import Tier
 from rungway.routing.billing import (
     KEYLESS,
@@ -37,16 +38,7 @@ def builtin_rows() -> list[dict[str, Any]]:
 
 
 def builtin_catalog() -> Catalog:
-    return Catalog(
-        CatalogEntry(
-            row["provider"],
-            row.get("auth"),
-            BillingClass(row["billing"]),
-            row["overage"],
-            " ".join(row["reason"].split()),
-        )
-        for row in builtin_rows()
-    )
+    return Catalog(app.builtin_catalog())
 
 
 # --- Resolution order ------------------------------------------------------------------------
