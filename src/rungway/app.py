@@ -19,7 +19,7 @@ from rungway.clock import Clock, SystemClock
 from rungway.config import Settings
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import LadderInputs, Planner
-from rungway.engine.state import NoTelemetry, StateSource
+from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, StateSource
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
@@ -77,11 +77,14 @@ def build_gateway(
     store = ledger or SqliteLedger(settings.ledger.path or default_ledger_path())
     client = UpstreamClient(settings.timeouts)
     clock = clock or SystemClock()
-    # A test may supply fixed readings as `state`; otherwise the board learns from traffic
-    # and from the plans' usage endpoints.
-    board = QuotaBoard(settings.ladder) if state is None else None
-    poller = None
-    if board is not None:
+    # The board learns from traffic and from the plans' usage endpoints; a test may
+    # instead supply fixed readings as `state`, which then nothing updates.
+    board: QuotaBoard | None = None
+    poller: UsagePoller | None = None
+    observer: QuotaObserver
+    verifier: QuotaVerifier
+    if state is None:
+        board = QuotaBoard(settings.ladder)
         poller = UsagePoller(
             board,
             _usage_targets(connections.values()),
@@ -91,24 +94,22 @@ def build_gateway(
             interval_s=settings.quota.poll_interval_s,
             deadline_s=settings.quota.inline_deadline_s,
         )
+        state, observer, verifier = board, board, poller
+    else:
+        observer = verifier = NoTelemetry()
     planner = Planner(
         table=table,
         ladder=LadderInputs(
             roster=build_roster(settings),
             settings=settings.ladder,
             clock=clock,
-            state=board if board is not None else state or NoTelemetry(),
-            verifier=poller if poller is not None else NoTelemetry(),
+            state=state,
+            verifier=verifier,
         ),
         connections=connections,
         adapter_for=lambda provider: provider_entry(provider).adapter,
     )
-    engine = Engine(
-        client=client,
-        recorder=store,
-        quota=board if board is not None else NoTelemetry(),
-        clock=clock,
-    )
+    engine = Engine(client=client, recorder=store, quota=observer, clock=clock)
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
     background: list[asyncio.Task[None]] = []

@@ -65,7 +65,9 @@ class Engine:
             result = await self._attempt(call, route, trail)
             if not isinstance(result, Failure):
                 return result
-            self._quota.failed(route.connection.id, result, self._clock.now())
+            if not result.returns_to_client:
+                # The client's own mistake says nothing about the connection's health.
+                self._quota.failed(route.connection.id, result, self._clock.now())
             trail.attempts.append(
                 Attempt(
                     route.connection.id,
