@@ -1,7 +1,8 @@
 """Quota state: readers of upstream signals, and the store, cooldowns and breakers.
 
 The readers exported here are pure: each takes what the upstream sent and `now`, the
-instant the response was received, and returns `QuotaWindow` readings for the store.
+instant the response was received, and returns `QuotaWindow` readings for the store (the
+usage-endpoint readers exported here wrap theirs in a `UsageReading`).
 """
 
 from rungway.quota.errors import (
@@ -21,10 +22,18 @@ from rungway.quota.headers import (
     read_x_ratelimit,
 )
 from rungway.quota.resets import parse_duration, parse_reset
+from rungway.quota.usage import (
+    UsageReading,
+    read_codex_usage,
+    read_copilot_user,
+    read_gemini_quota,
+    read_openrouter_key,
+)
 
 __all__ = [
     "NO_SIGNAL",
     "ErrorSignal",
+    "UsageReading",
     "codex_window_name",
     "fold_headers",
     "parse_duration",
@@ -34,7 +43,11 @@ __all__ = [
     "read_anthropic_unified_error",
     "read_codex",
     "read_codex_error",
+    "read_codex_usage",
+    "read_copilot_user",
     "read_gemini_error",
+    "read_gemini_quota",
     "read_openrouter_error",
+    "read_openrouter_key",
     "read_x_ratelimit",
 ]

@@ -103,7 +103,7 @@ def _timestamp(text: str) -> float | None:
     # HTTP-date, which RFC 9110 allows in `Retry-After` (A9).
     try:
         parsed = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
