@@ -1,8 +1,9 @@
 """Simulated upstream providers: product code used by the demo, tests and benchmarks.
 
 A `SimUpstream` serves one `Scenario` (the Anthropic Messages or OpenAI Chat
-Completions wire API, a credential, models, quota windows and their rate-limit header
-family) and can be told to misbehave with `Fault`s.
+Completions wire API, a credential, models, quota windows, their rate-limit header
+family and the provider's usage endpoint: Claude, Codex, Copilot, Gemini or OpenRouter)
+and can be told to misbehave with `Fault`s.
 """
 
 from rungway.sim.control import SimState, WindowState
@@ -17,9 +18,14 @@ from rungway.sim.faults import (
     TimeoutFault,
     parse_faults,
 )
+from rungway.sim.openrouter_credits import CreditState
 from rungway.sim.scenario import (
     AuthSpec,
     ClockSpec,
+    CodexCreditsSpec,
+    CodexSpec,
+    CopilotSpec,
+    CreditsSpec,
     ModelSpec,
     ResponseSpec,
     Scenario,
@@ -34,6 +40,11 @@ from rungway.sim.tally import ModelTally, Tally
 __all__ = [
     "AuthSpec",
     "ClockSpec",
+    "CodexCreditsSpec",
+    "CodexSpec",
+    "CopilotSpec",
+    "CreditState",
+    "CreditsSpec",
     "DisconnectFault",
     "Fault",
     "GarbageFault",

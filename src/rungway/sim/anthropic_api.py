@@ -20,7 +20,6 @@ from rungway.protocol.sse import encode_event
 from rungway.sim.completion import Completion, estimate_input_tokens
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
-from rungway.sim.plan_usage import PlanUsageEndpoint
 from rungway.sim.quota import Admission, Header, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
 from rungway.sim.serving import GenerationRequest, GenerationService
@@ -303,7 +302,10 @@ class AnthropicApi:
         self._dialect = AnthropicDialect(scenario)
         self._service = GenerationService(scenario, self._dialect, book, faults, tally)
         self._scenario = scenario
-        self._usage = PlanUsageEndpoint(scenario, book, self._dialect.authenticate)
+
+    def authenticate(self, request: RecordedRequest) -> Reply | None:
+        """None when the credential is accepted, else the Messages API's 401."""
+        return self._dialect.authenticate(request)
 
     async def handle(
         self, scope: Scope, receive: Receive, send: Send, request: RecordedRequest
@@ -318,8 +320,6 @@ class AnthropicApi:
             await send_reply(send, self._list_models(request))
         elif method == "GET" and path.startswith("/v1/models/"):
             await send_reply(send, self._get_model(request, path.removeprefix("/v1/models/")))
-        elif method == "GET" and path == "/api/oauth/usage":
-            await send_reply(send, self._usage.answer(request))
         else:
             await send_reply(send, error_reply(404, "not_found_error", "Not Found"))
 

@@ -3,9 +3,13 @@ benchmarks), and the state snapshot it reports.
 
     POST /_sim/faults    a fault object or a list of them; queued at the back
     POST /_sim/clock     {"advance_s": x} or {"set": epoch}; only on a FakeClock
-    GET  /_sim/state     now, windows, tally, queued faults, request count
+    GET  /_sim/state     now, windows, credits, tally, queued faults, request count
     GET  /_sim/requests  the recorded requests (most recent last)
-    POST /_sim/reset     empty windows, tally and log; restore the scenario's faults
+    POST /_sim/reset     empty windows, credits, tally and logs; restore the faults
+    POST /_sim/credits   {"remaining": credits}; an OpenRouter key with a limit only
+
+The usage endpoints read the same windows and credits, so what these controls change
+(a fault exhausting a window, a clock jump past a reset, credits set) shows there too.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rungway.clock import Clock, FakeClock
 from rungway.sim.exchange import RecordedRequest, Reply, json_reply
 from rungway.sim.faults import Fault, QueuedFault, parse_faults
+from rungway.sim.openrouter_credits import CreditState
 from rungway.sim.quota import WindowReading
 from rungway.sim.tally import ModelTally
 
@@ -65,6 +70,7 @@ class SimState(BaseModel):
     tally: dict[str, ModelTally]
     faults: list[QueuedFault]
     request_count: int
+    credits: CreditState | None = None
 
     def window(self, name: str) -> WindowState:
         """The window called `name`."""
@@ -99,6 +105,10 @@ class Controllable(Protocol):
         """Return to the scenario's initial state (the clock keeps its time)."""
         ...
 
+    def set_credits_remaining(self, remaining: float) -> None:
+        """Set the credits left; ValueError when the upstream has no credit limit."""
+        ...
+
 
 def _problem(status: int, message: str) -> Reply:
     return json_reply(status, {"error": message})
@@ -118,6 +128,19 @@ def _move_clock(sim: Controllable, body: Any) -> Reply:
     except (TypeError, ValueError) as exc:
         return _problem(400, str(exc))
     return json_reply(200, {"now": clock.now()})
+
+
+def _set_credits(sim: Controllable, body: Any) -> Reply:
+    if not isinstance(body, dict) or set(body) != {"remaining"}:
+        return _problem(400, 'send {"remaining": credits}')
+    remaining = body["remaining"]
+    if not isinstance(remaining, int | float) or isinstance(remaining, bool):
+        return _problem(400, "remaining must be a number")
+    try:
+        sim.set_credits_remaining(float(remaining))
+    except ValueError as exc:
+        return _problem(409, str(exc))
+    return json_reply(200, {"limit_remaining": float(remaining)})
 
 
 def _recorded(request: RecordedRequest) -> dict[str, Any]:
@@ -153,4 +176,6 @@ def handle_control(sim: Controllable, request: RecordedRequest) -> Reply:
     if route == ("POST", "/_sim/reset"):
         sim.reset()
         return json_reply(200, {"reset": True})
+    if route == ("POST", "/_sim/credits"):
+        return _set_credits(sim, body)
     return _problem(404, f"no control route {method} {path}")

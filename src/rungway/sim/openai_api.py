@@ -3,6 +3,11 @@
 Routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /v1/models/{id}`. Wire
 shapes follow docs/provider-signals.md A3 (errors, 429 flavours), B1 (completions and
 streaming, including the `include_usage` trailing chunk) and B5 (models).
+
+The same API stands in for the providers that speak it: a Codex-family scenario answers
+an exhausted plan with `usage_limit_reached` (A4.5), a Copilot seat refuses premium
+requests past its allowance with 402 (A5.3), and OpenRouter reports `usage.cost` in
+every reply and always sends the stream's usage chunk (A7).
 """
 
 from __future__ import annotations
@@ -15,85 +20,30 @@ from starlette.types import Receive, Scope, Send
 
 from rungway.clock import Clock
 from rungway.protocol.sse import DONE, encode_event
+from rungway.sim.codex_quota import usage_limit_reply
 from rungway.sim.completion import Completion, estimate_input_tokens
+from rungway.sim.copilot_usage import quota_exceeded
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
+from rungway.sim.openai_errors import (
+    BAD_JSON_MESSAGE,
+    ERROR_DEFAULTS,
+    INSUFFICIENT_QUOTA_MESSAGE,
+    error_reply,
+    new_request_id,
+    openai_authenticate,
+    wait_phrase,
+)
+from rungway.sim.openrouter_credits import cost_of
 from rungway.sim.quota import Admission, Header, QuotaBook
 from rungway.sim.scenario import Scenario
-from rungway.sim.serving import GenerationRequest, GenerationService
+from rungway.sim.serving import Billing, GenerationRequest, GenerationService
 from rungway.sim.tally import Tally
 
 # Models are listed with a fixed creation time: nothing reads it but clients parse it.
 MODEL_CREATED = 1_735_689_600
 ORGANIZATION = "org-rungway-sim"
-
-ERROR_DEFAULTS: dict[int, tuple[str, str | None, str]] = {
-    400: ("invalid_request_error", None, "Invalid request."),
-    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-    403: ("invalid_request_error", "unsupported_country_region_territory", "Forbidden."),
-    404: ("invalid_request_error", None, "Not found."),
-    429: ("requests", "rate_limit_exceeded", "Rate limit reached for requests."),
-    500: (
-        "server_error",
-        None,
-        "The server had an error while processing your request. Sorry about that!",
-    ),
-    502: ("server_error", None, "Bad gateway."),
-    503: ("server_error", None, "The server is overloaded or not ready yet."),
-}
-INSUFFICIENT_QUOTA_MESSAGE = (
-    "You exceeded your current quota, please check your plan and billing details. For more "
-    "information on this error, read the docs: "
-    "https://platform.openai.com/docs/guides/error-codes/api-errors."
-)
-_MISSING_KEY_MESSAGE = (
-    "You didn't provide an API key. You need to provide your API key in an Authorization "
-    "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field "
-    "(with blank username) if you're accessing the API from your browser and are prompted "
-    "for a username. You can obtain an API key from https://platform.openai.com/account/api-keys."
-)
-_BAD_JSON_MESSAGE = (
-    "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
-    "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
-    "sent was not valid JSON.)"
-)
 _PERIODS = {60.0: ("min", "M"), 3600.0: ("hour", "H"), 86400.0: ("day", "D")}
-
-
-def new_request_id() -> str:
-    """A request id in OpenAI's `req_…` form."""
-    return "req_" + secrets.token_hex(16)
-
-
-def error_reply(
-    status: int,
-    message: str,
-    *,
-    error_type: str = "invalid_request_error",
-    code: str | None = None,
-    param: str | None = None,
-    request_id: str | None = None,
-    headers: tuple[Header, ...] = (),
-) -> Reply:
-    """An OpenAI error response: `{"error":{"message","type","param","code"}}`."""
-    body = orjson.dumps(
-        {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-    )
-    request_id = request_id or new_request_id()
-    return Reply(status, body, ((b"x-request-id", request_id.encode()), *headers))
-
-
-def wait_phrase(seconds: float) -> str:
-    """How OpenAI's 429 messages say a wait: `644ms`, `6.2s`, `90s`."""
-    if seconds < 1:
-        return f"{max(1, round(seconds * 1000))}ms"
-    return f"{seconds:.1f}".removesuffix(".0") + "s"
-
-
-def _mask(key: str) -> str:
-    if len(key) <= 12:
-        return "*" * len(key)
-    return f"{key[:8]}{'*' * (len(key) - 12)}{key[-4:]}"
 
 
 def _prompt(body: dict[str, Any]) -> dict[str, Any]:
@@ -107,26 +57,16 @@ class OpenAIDialect:
         self._scenario = scenario
         self._clock = clock
         self._models = {model.id: model for model in scenario.models}
+        self._authenticate = openai_authenticate(scenario.auth)
+        self._codex = scenario.codex_settings
+        premium = scenario.premium_window()
+        self._premium = None if premium is None else premium.name
+        # OpenRouter prices every reply and always streams usage (A7).
+        self._priced = scenario.usage_endpoint == "openrouter"
 
     def authenticate(self, request: RecordedRequest) -> Reply | None:
         """None when the credential is accepted, else the real API's 401."""
-        auth = self._scenario.auth
-        if auth.kind == "none":
-            return None
-        if auth.kind == "x-api-key":
-            key = request.header("x-api-key")
-        else:
-            authorization = request.header("authorization") or ""
-            key = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
-        if not key:
-            return error_reply(401, _MISSING_KEY_MESSAGE, code="invalid_api_key")
-        if key != auth.token:
-            message = (
-                f"Incorrect API key provided: {_mask(key)}. You can find your API key at "
-                "https://platform.openai.com/account/api-keys."
-            )
-            return error_reply(401, message, code="invalid_api_key")
-        return None
+        return self._authenticate(request)
 
     def parse_generation(self, request: RecordedRequest) -> GenerationRequest | Reply:
         """Validate a `POST /v1/chat/completions` request."""
@@ -135,7 +75,7 @@ class OpenAIDialect:
             return refused
         body = request.body
         if not isinstance(body, dict):
-            return error_reply(400, _BAD_JSON_MESSAGE)
+            return error_reply(400, BAD_JSON_MESSAGE)
         if "model" not in body:
             return error_reply(400, "you must provide a model parameter")
         if "messages" not in body:
@@ -198,7 +138,15 @@ class OpenAIDialect:
         )
 
     def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
-        """The transient 429 `rate_limit_exceeded` of an exhausted window."""
+        """The refusal of a request an exhausted window stops.
+
+        A ChatGPT plan's `usage_limit_reached`, a Copilot seat's 402, or otherwise the
+        transient 429 `rate_limit_exceeded`.
+        """
+        if self._codex is not None:
+            return usage_limit_reply(admission, self._codex)
+        if any(reading.spec.name == self._premium for reading in admission.rejected):
+            return quota_exceeded()
         wait = wait_phrase(max(0.0, admission.retry_after_s()))
         if not admission.rejected:
             message = f"Rate limit reached for {request.model}. Please try again in {wait}."
@@ -224,8 +172,8 @@ class OpenAIDialect:
             request_id=request.request_id,
         )
 
-    def _usage(self, completion: Completion) -> dict[str, Any]:
-        return {
+    def _usage(self, request: GenerationRequest, completion: Completion) -> dict[str, Any]:
+        usage: dict[str, Any] = {
             "prompt_tokens": completion.input_tokens,
             "completion_tokens": completion.output_tokens,
             "total_tokens": completion.input_tokens + completion.output_tokens,
@@ -237,6 +185,17 @@ class OpenAIDialect:
                 "rejected_prediction_tokens": 0,
             },
         }
+        if self._priced:
+            model = self._models[request.model]
+            cost = cost_of(model, completion.input_tokens, completion.output_tokens)
+            usage["cost"] = cost.total
+            usage["is_byok"] = False
+            usage["cost_details"] = {
+                "upstream_inference_cost": None,
+                "upstream_inference_prompt_cost": cost.prompt,
+                "upstream_inference_completions_cost": cost.completion,
+            }
+        return usage
 
     def message(self, request: GenerationRequest, completion: Completion) -> Reply:
         """A complete `chat.completion` object."""
@@ -258,7 +217,7 @@ class OpenAIDialect:
                     "finish_reason": "length" if completion.truncated else "stop",
                 }
             ],
-            "usage": self._usage(completion),
+            "usage": self._usage(request, completion),
             "service_tier": "default",
             "system_fingerprint": "fp_rungwaysim",
         }
@@ -277,7 +236,8 @@ class OpenAIDialect:
     def stream_frames(self, request: GenerationRequest, completion: Completion) -> list[bytes]:
         """Role chunk, text chunks, finish chunk, [usage chunk], `[DONE]`."""
         options = request.body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        asked = isinstance(options, dict) and options.get("include_usage") is True
+        include_usage = asked or self._priced
         chunk_id = "chatcmpl-" + secrets.token_hex(14)
         created = int(self._clock.now())
 
@@ -313,7 +273,7 @@ class OpenAIDialect:
                 "service_tier": "default",
                 "system_fingerprint": "fp_rungwaysim",
                 "choices": [],
-                "usage": self._usage(completion),
+                "usage": self._usage(request, completion),
             }
             frames.append(encode_event(usage_chunk))
         frames.append(DONE)
@@ -334,11 +294,24 @@ class OpenAIApi:
     """Routes requests to the OpenAI endpoints of one simulated upstream."""
 
     def __init__(
-        self, scenario: Scenario, clock: Clock, book: QuotaBook, faults: FaultQueue, tally: Tally
+        self,
+        scenario: Scenario,
+        clock: Clock,
+        book: QuotaBook,
+        faults: FaultQueue,
+        tally: Tally,
+        *,
+        billing: Billing | None = None,
     ) -> None:
         self._dialect = OpenAIDialect(scenario, clock)
-        self._service = GenerationService(scenario, self._dialect, book, faults, tally)
+        self._service = GenerationService(
+            scenario, self._dialect, book, faults, tally, billing=billing
+        )
         self._scenario = scenario
+
+    def authenticate(self, request: RecordedRequest) -> Reply | None:
+        """None when the credential is accepted, else the API's 401."""
+        return self._dialect.authenticate(request)
 
     async def handle(
         self, scope: Scope, receive: Receive, send: Send, request: RecordedRequest

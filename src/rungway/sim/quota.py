@@ -5,28 +5,31 @@ window's reset its usage drops to 0 and the next reset is one length later (skip
 whole lengths if the clock jumped). A request is admitted unless a window that applies
 to its model is already at or over capacity; admission charges every applicable window
 with the request's full, deterministic usage (real providers likewise charge an
-estimate when the request starts).
+estimate when the request starts). A "soft" window never refuses: it keeps counting past
+its capacity, as a Copilot seat with overage permitted does (provider-signals.md A5.3).
 
 Header formats follow docs/provider-signals.md: the Claude-plan "unified" family (A2.3,
 epoch-second resets, fractional utilization), the Anthropic API-key family (A1, RFC 3339
-resets) and the OpenAI family (A3, Go-style durations).
+resets) and the OpenAI family (A3, Go-style durations); the Codex family lives in
+codex_quota.py and header_families.py picks a scenario's writer.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rungway.clock import Clock
-from rungway.sim.scenario import QuotaHeaderFamily, WindowSpec
+from rungway.sim.scenario import WindowSpec
 
 # Claude plans start reporting `allowed_warning` once a window passes this share.
 WARNING_THRESHOLD = 0.75
 
 Header = tuple[bytes, bytes]
+HeaderWriter = Callable[["Admission"], list[Header]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,7 @@ class WindowReading:
     spec: WindowSpec
     used: int
     reset_at: float
+    soft: bool = False
 
     @property
     def capacity(self) -> int:
@@ -54,8 +58,13 @@ class WindowReading:
 
     @property
     def exhausted(self) -> bool:
-        """Whether the window rejects new requests."""
-        return self.used >= self.spec.capacity
+        """Whether the window rejects new requests (a soft window never does)."""
+        return not self.soft and self.used >= self.spec.capacity
+
+    @property
+    def overage(self) -> int:
+        """Units used past capacity (only a soft window gets there)."""
+        return max(0, self.used - self.spec.capacity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,11 @@ class _Window:
     spec: WindowSpec
     used: int
     reset_at: float
+    soft: bool
+
+    @property
+    def admits(self) -> bool:
+        return self.soft or self.used < self.spec.capacity
 
 
 def _charge(spec: WindowSpec, input_tokens: int, output_tokens: int) -> int:
@@ -98,13 +112,19 @@ def _charge(spec: WindowSpec, input_tokens: int, output_tokens: int) -> int:
 
 
 class QuotaBook:
-    """Usage of every window, rolled forward lazily against the clock."""
+    """Usage of every window, rolled forward lazily against the clock.
 
-    __slots__ = ("_clock", "_lock", "_specs", "_windows")
+    Windows named in `soft` keep admitting past their capacity.
+    """
 
-    def __init__(self, windows: Sequence[WindowSpec], clock: Clock) -> None:
+    __slots__ = ("_clock", "_lock", "_soft", "_specs", "_windows")
+
+    def __init__(
+        self, windows: Sequence[WindowSpec], clock: Clock, soft: Collection[str] = ()
+    ) -> None:
         self._clock = clock
         self._specs = tuple(windows)
+        self._soft = frozenset(soft)
         self._lock = threading.Lock()
         self._windows: list[_Window] = []
         self.reset()
@@ -118,6 +138,7 @@ class QuotaBook:
                     spec,
                     0,
                     now + spec.length_s if spec.first_reset_at is None else spec.first_reset_at,
+                    spec.name in self._soft,
                 )
                 for spec in self._specs
             ]
@@ -135,7 +156,7 @@ class QuotaBook:
 
     @staticmethod
     def _read(window: _Window) -> WindowReading:
-        return WindowReading(window.spec, window.used, window.reset_at)
+        return WindowReading(window.spec, window.used, window.reset_at, window.soft)
 
     def admit(self, model: str, input_tokens: int, output_tokens: int) -> Admission:
         """Admit (and charge) a request for `model`, or reject it on an exhausted window."""
@@ -143,7 +164,7 @@ class QuotaBook:
         with self._lock:
             self._roll(now)
             windows = self._applicable(model)
-            admitted = all(w.used < w.spec.capacity for w in windows)
+            admitted = all(w.admits for w in windows)
             if admitted:
                 for window in windows:
                     window.used += _charge(window.spec, input_tokens, output_tokens)
@@ -155,7 +176,7 @@ class QuotaBook:
         with self._lock:
             self._roll(now)
             windows = self._applicable(model)
-            admitted = all(w.used < w.spec.capacity for w in windows)
+            admitted = all(w.admits for w in windows)
             return Admission(admitted, tuple(self._read(w) for w in windows), now)
 
     def exhaust(self, model: str, window_name: str | None = None) -> bool:
@@ -276,14 +297,3 @@ def openai_headers(admission: Admission) -> list[Header]:
         headers.append((f"x-ratelimit-remaining-{name}".encode(), str(reading.remaining).encode()))
         headers.append((f"x-ratelimit-reset-{name}".encode(), reset.encode()))
     return headers
-
-
-def quota_headers(family: QuotaHeaderFamily, admission: Admission) -> list[Header]:
-    """The rate-limit headers of `family` describing `admission`."""
-    if family == "anthropic-unified":
-        return unified_headers(admission)
-    if family == "anthropic-apikey":
-        return apikey_headers(admission)
-    if family == "openai":
-        return openai_headers(admission)
-    return []

@@ -1,15 +1,16 @@
 """Scenarios: the frozen description of one simulated upstream, loaded from YAML.
 
 A scenario names the wire API served, the credential accepted, the models offered, the
-quota windows and which header family reports them, the shape of generated replies and
-the faults queued at start.
+quota windows and which header family reports them, the provider's usage endpoint (and
+its provider-specific settings), the shape of generated replies and the faults queued at
+start.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -17,8 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rungway.sim.faults import Fault
 
 ApiKind = Literal["anthropic", "openai"]
-QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "none"]
+QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
 WindowUnit = Literal["tokens", "requests", "input_tokens", "output_tokens"]
+UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter"]
+CreditReset = Literal["daily", "weekly", "monthly"]
 
 
 class _Frozen(BaseModel):
@@ -49,6 +52,10 @@ class ModelSpec(_Frozen):
     display_name: str | None = None
     context_window: int | None = Field(default=None, gt=0)
     max_output_tokens: int | None = Field(default=None, gt=0)
+    input_per_mtok: float | None = Field(default=None, ge=0)
+    """Credits per million input tokens (OpenRouter pricing; unset means free)."""
+    output_per_mtok: float | None = Field(default=None, ge=0)
+    """Credits per million output tokens (OpenRouter pricing; unset means free)."""
 
 
 class WindowSpec(_Frozen):
@@ -71,6 +78,56 @@ class WindowSpec(_Frozen):
     def claim_name(self) -> str:
         """The representative-claim name (defaults to the window name)."""
         return self.claim or self.name
+
+
+class CodexCreditsSpec(_Frozen):
+    """The credit balance a ChatGPT plan reports next to its windows (A4.3, A4.4)."""
+
+    has_credits: bool = False
+    unlimited: bool = False
+    balance: str = "0"
+
+
+class CodexSpec(_Frozen):
+    """A ChatGPT plan as Codex sees it.
+
+    Its first two account-wide windows, in the order listed, are reported as `primary`
+    and `secondary`; list the weekly window alone to reproduce the recorded Pro capture
+    where primary is weekly and secondary is empty (A4.3). The usage endpoint reports
+    each window `window_seconds_short_by` seconds short of its length, as the capture
+    does (17940 s for 5 h, 604740 s for 7 d; A4.4).
+    """
+
+    plan_type: str = "plus"
+    credits: CodexCreditsSpec = CodexCreditsSpec()
+    window_seconds_short_by: int = Field(default=60, ge=0)
+
+
+class CopilotSpec(_Frozen):
+    """A GitHub Copilot seat: its plan and what happens past the premium allowance (A5.3).
+
+    `window` names the premium-request window (a `requests` window applying to every
+    model); by default it is the first such window, and a seat without one is unlimited.
+    With `overage_permitted` requests past the allowance are still served (and billed).
+    """
+
+    plan: str = "individual"
+    sku: str = "monthly_subscriber"
+    overage_permitted: bool = False
+    window: str | None = None
+    login: str = "sim-user"
+
+
+class CreditsSpec(_Frozen):
+    """An OpenRouter key's credit limit (A7): `limit: null` is unlimited.
+
+    With `reset` set the limit applies to each UTC day, week (from Monday) or month.
+    """
+
+    limit: float | None = Field(default=None, ge=0)
+    reset: CreditReset | None = None
+    label: str = "sim-key"
+    is_free_tier: bool = False
 
 
 class ClockSpec(_Frozen):
@@ -109,7 +166,23 @@ class Scenario(_Frozen):
     response: ResponseSpec = ResponseSpec()
     faults: tuple[Fault, ...] = ()
     usage_reads_per_hour: int = Field(default=30, ge=1)
-    """How often the plan's usage endpoint may be read before it answers 429."""
+    """How often the usage endpoint may be read before it answers 429."""
+    usage_endpoint: UsageEndpointKind = "none"
+    """Which provider's usage endpoint is served over the quota windows."""
+    codex: CodexSpec | None = None
+    copilot: CopilotSpec | None = None
+    credits: CreditsSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plan_logins_serve_claude_usage(cls, raw: Any) -> Any:
+        # Scenarios written before `usage_endpoint` existed relied on every Claude plan
+        # login (bearer auth on the Anthropic API) serving /api/oauth/usage.
+        if not isinstance(raw, dict) or "usage_endpoint" in raw or raw.get("api") != "anthropic":
+            return raw
+        auth = raw.get("auth")
+        kind = auth.kind if isinstance(auth, AuthSpec) else (auth or {}).get("kind")
+        return {**raw, "usage_endpoint": "claude"} if kind == "bearer" else raw
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -122,7 +195,61 @@ class Scenario(_Frozen):
         for window in self.windows:
             if window.model is not None and window.model not in model_ids:
                 raise ValueError(f"window {window.name!r} is scoped to unknown model")
+        self._check_provider_settings()
         return self
+
+    def _check_provider_settings(self) -> None:
+        wants_anthropic = self.usage_endpoint == "claude"
+        if self.usage_endpoint != "none" and (self.api == "anthropic") != wants_anthropic:
+            # The usage endpoints share their credential check with the inference API:
+            # the Claude one with the Messages API, the others with Chat Completions.
+            needed = "anthropic" if wants_anthropic else "openai"
+            raise ValueError(f"usage_endpoint {self.usage_endpoint!r} needs api: {needed}")
+        if self.quota_headers == "codex" and self.api != "openai":
+            raise ValueError("the codex header family decorates the openai api")
+        if self.codex is not None and self.codex_settings is None:
+            raise ValueError("codex settings need quota_headers or usage_endpoint codex")
+        if self.copilot is not None and self.usage_endpoint != "copilot":
+            raise ValueError("copilot settings need usage_endpoint: copilot")
+        if self.credits is not None and self.usage_endpoint != "openrouter":
+            raise ValueError("credits need usage_endpoint: openrouter")
+        if self.copilot is not None and self.copilot.window is not None:
+            named = [w for w in self.windows if w.name == self.copilot.window]
+            if not named or named[0].unit != "requests" or named[0].model is not None:
+                raise ValueError("copilot.window must name an account-wide requests window")
+
+    @property
+    def codex_settings(self) -> CodexSpec | None:
+        """The ChatGPT plan settings of a Codex-family scenario (None for any other)."""
+        if self.quota_headers == "codex" or self.usage_endpoint == "codex":
+            return self.codex or CodexSpec()
+        return None
+
+    @property
+    def copilot_settings(self) -> CopilotSpec | None:
+        """The Copilot seat settings when the Copilot usage endpoint is served."""
+        if self.usage_endpoint == "copilot":
+            return self.copilot or CopilotSpec()
+        return None
+
+    @property
+    def credit_settings(self) -> CreditsSpec | None:
+        """The credit limit when the upstream is OpenRouter (unlimited unless set)."""
+        if self.usage_endpoint == "openrouter":
+            return self.credits or CreditsSpec()
+        return None
+
+    def premium_window(self) -> WindowSpec | None:
+        """A Copilot seat's premium-request window (None when unlimited or not Copilot)."""
+        settings = self.copilot_settings
+        if settings is None:
+            return None
+        for window in self.windows:
+            if settings.window is None and window.unit == "requests" and window.model is None:
+                return window
+            if window.name == settings.window:
+                return window
+        return None
 
     def model(self, model_id: str) -> ModelSpec | None:
         """The served model with this id, if any."""

@@ -26,9 +26,11 @@ from rungway.sim.exchange import (
 )
 from rungway.sim.faults import Fault, FaultQueue
 from rungway.sim.openai_api import OpenAIApi
+from rungway.sim.openrouter_credits import CreditLedger
 from rungway.sim.quota import QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
+from rungway.sim.usage_endpoints import build_usage_endpoint
 
 # Recorded requests are capped so a long benchmark run cannot grow memory without bound.
 MAX_RECORDED_REQUESTS = 10_000
@@ -74,7 +76,13 @@ class SimUpstream:
                 clock = SystemClock()
         self.scenario = scenario
         self._clock = clock
-        self._book = QuotaBook(scenario.windows, clock)
+        premium = scenario.premium_window()
+        copilot = scenario.copilot_settings
+        # A Copilot seat with overage permitted keeps serving past its allowance (A5.3).
+        soft = {premium.name} if premium and copilot and copilot.overage_permitted else set()
+        self._book = QuotaBook(scenario.windows, clock, soft)
+        credits = scenario.credit_settings
+        self._ledger = None if credits is None else CreditLedger(credits, scenario.models, clock)
         self._faults = FaultQueue(scenario.faults)
         self.tally = Tally()
         self._requests: deque[RecordedRequest] = deque(maxlen=MAX_RECORDED_REQUESTS)
@@ -84,7 +92,12 @@ class SimUpstream:
         if scenario.api == "anthropic":
             self._api = AnthropicApi(scenario, self._book, self._faults, self.tally)
         else:
-            self._api = OpenAIApi(scenario, clock, self._book, self._faults, self.tally)
+            self._api = OpenAIApi(
+                scenario, clock, self._book, self._faults, self.tally, billing=self._ledger
+            )
+        self._usage = build_usage_endpoint(
+            scenario, self._book, self._api.authenticate, self._ledger
+        )
         self._server: BackgroundServer | None = None
         self._url: str | None = None
 
@@ -104,6 +117,9 @@ class SimUpstream:
         with self._requests_lock:
             self._requests.append(request)
             self._request_count += 1
+        if self._usage is not None and self._usage.serves(request):
+            await send_reply(send, self._usage.answer(request))
+            return
         await self._api.handle(scope, receive, send, request)
 
     # --- Python control ---------------------------------------------------------------
@@ -143,15 +159,30 @@ class SimUpstream:
             tally=self.tally.by_model(),
             faults=self._faults.pending(),
             request_count=count,
+            credits=None if self._ledger is None else self._ledger.state(),
         )
 
+    def set_credits_remaining(self, remaining: float) -> None:
+        """Leave `remaining` credits (may be negative) under an OpenRouter key's limit.
+
+        Raises ValueError when the sim has no credits or its key is unlimited.
+        """
+        if self._ledger is None:
+            raise ValueError(f"sim {self.scenario.name!r} has no credits (not OpenRouter)")
+        self._ledger.set_remaining(remaining)
+
     def reset(self) -> None:
-        """Empty windows, tally and request log; restore the scenario's faults.
+        """Empty windows, credits, tally, request log and usage-read log; restore the
+        scenario's faults.
 
         The clock keeps its time (a clock never moves backwards); window resets are
         placed again relative to it.
         """
         self._book.reset()
+        if self._ledger is not None:
+            self._ledger.reset()
+        if self._usage is not None:
+            self._usage.reset()
         self.tally.clear()
         self._faults.clear()
         for fault in self.scenario.faults:

@@ -1,5 +1,5 @@
-"""Serving one generation request, whatever the wire API: faults, quota admission,
-pacing, streaming and the tally.
+"""Serving one generation request, whatever the wire API: faults, credits, quota
+admission, pacing, streaming and the tally.
 
 Each wire API supplies a `Dialect` that parses its requests and renders its replies,
 errors and stream frames; this module owns the order of events, which is the same for
@@ -38,7 +38,8 @@ from rungway.sim.faults import (
     StreamErrorFault,
     TimeoutFault,
 )
-from rungway.sim.quota import Admission, Header, QuotaBook, quota_headers
+from rungway.sim.header_families import header_writer
+from rungway.sim.quota import Admission, Header, QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
 
@@ -87,14 +88,28 @@ class Dialect(Protocol):
         ...
 
 
+class Billing(Protocol):
+    """Credits a request must be able to pay for before it is served (OpenRouter)."""
+
+    def refusal(self, request: GenerationRequest, completion: Completion) -> Reply | None:
+        """The refusal when the reply cannot be paid for, else None."""
+        ...
+
+    def settle(self, request: GenerationRequest, completion: Completion) -> None:
+        """Charge a reply that was delivered whole."""
+        ...
+
+
 class GenerationService:
     """Runs generation requests for one dialect against the shared sim state."""
 
     __slots__ = (
+        "_billing",
         "_book",
         "_dialect",
         "_faults",
         "_first_byte_s",
+        "_headers",
         "_interval_s",
         "_replies",
         "_scenario",
@@ -108,12 +123,16 @@ class GenerationService:
         book: QuotaBook,
         faults: FaultQueue,
         tally: Tally,
+        *,
+        billing: Billing | None = None,
     ) -> None:
         self._scenario = scenario
         self._dialect = dialect
         self._book = book
         self._faults = faults
         self._tally = tally
+        self._billing = billing
+        self._headers = header_writer(scenario)
         self._first_byte_s = scenario.response.first_byte_ms / 1000
         self._interval_s = scenario.response.chunk_interval_ms / 1000
         self._replies = 0
@@ -143,6 +162,11 @@ class GenerationService:
         completion = plan_completion(
             self._scenario.response, request.input_tokens, request.max_tokens
         )
+        unpaid = None if self._billing is None else self._billing.refusal(request, completion)
+        if unpaid is not None:
+            # Refused before admission, so no window is charged either.
+            await self._send(send, unpaid)
+            return
         if isinstance(fault, QuotaExhaustedFault) and not self._scenario.windows:
             # No window to fill: answer the way an exhausted upstream would anyway.
             admission = Admission(False, (), self._book.peek(request.model).now)
@@ -150,7 +174,7 @@ class GenerationService:
             admission = self._book.admit(
                 request.model, completion.input_tokens, completion.output_tokens
             )
-        quota = tuple(quota_headers(self._scenario.quota_headers, admission))
+        quota = tuple(self._headers(admission))
         if not admission.admitted:
             reply = self._dialect.quota_rejection(request, admission)
             await self._send(send, Reply(reply.status, reply.body, reply.headers, quota))
@@ -189,7 +213,7 @@ class GenerationService:
             reply = self._dialect.http_error(fault, request.request_id)
             if fault.quota_headers:
                 readings = self._book.peek(request.model)
-                quota = tuple(quota_headers(self._scenario.quota_headers, readings))
+                quota = tuple(self._headers(readings))
                 reply = Reply(reply.status, reply.body, reply.headers, quota)
             await self._send(send, reply)
             return True
@@ -243,3 +267,5 @@ class GenerationService:
 
     def _record(self, request: GenerationRequest, completion: Completion) -> None:
         self._tally.record(request.model, completion.input_tokens, completion.output_tokens)
+        if self._billing is not None:
+            self._billing.settle(request, completion)

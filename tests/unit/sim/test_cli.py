@@ -31,7 +31,10 @@ def test_unknown_scenario_is_a_bad_parameter(tmp_path: Path) -> None:
         sim_upstream(scenario=tmp_path / "missing.yaml", port=0)
 
 
-def test_command_serves_a_builtin_scenario_until_interrupted() -> None:
+@pytest.mark.parametrize(
+    "name", ["cheap-openai", "codex-plan", "copilot-seat", "gemini-code-assist", "openrouter"]
+)
+def test_command_serves_a_builtin_scenario_until_interrupted(name: str) -> None:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -39,7 +42,7 @@ def test_command_serves_a_builtin_scenario_until_interrupted() -> None:
             RUN_COMMAND,
             "sim-upstream",
             "--scenario",
-            "cheap-openai",
+            name,
             "--port",
             "0",
         ],
@@ -53,7 +56,7 @@ def test_command_serves_a_builtin_scenario_until_interrupted() -> None:
         match = re.search(r"(http://127\.0\.0\.1:\d+)", first_line)
         assert match, first_line
         state = request(match.group(1), "GET", "/_sim/state").json()
-        assert state["scenario"] == "cheap-openai"
+        assert state["scenario"] == name
         assert state["fake_clock"] is False
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0

@@ -145,3 +145,11 @@ def test_start_stop_and_context_manager() -> None:
     sim.stop()  # stopping twice is harmless
     with SimUpstream(plan_scenario()) as again:
         assert request(again.url, "GET", "/_sim/state").status == 200
+
+
+def test_credits_control_needs_an_upstream_with_credits(plan_sim: SimUpstream) -> None:
+    refused = request(plan_sim.url, "POST", "/_sim/credits", {"remaining": 1})
+    assert refused.status == 409
+    assert "no credits" in refused.json()["error"]
+    assert request(plan_sim.url, "POST", "/_sim/credits", {"left": 1}).status == 400
+    assert request(plan_sim.url, "GET", "/_sim/state").json()["credits"] is None

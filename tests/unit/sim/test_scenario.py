@@ -21,20 +21,27 @@ from rungway.sim import (
 from .conftest import plan_scenario
 
 
-def test_the_four_demo_scenarios_ship_and_load() -> None:
+def test_the_builtin_scenarios_ship_and_load() -> None:
     assert builtin_scenario_names() == [
         "anthropic-api",
         "cheap-openai",
         "claude-plan",
+        "codex-plan",
+        "copilot-seat",
+        "gemini-code-assist",
         "local-ollama",
+        "openrouter",
     ]
     for name in builtin_scenario_names():
         assert load_scenario(builtin_scenario(name)).name == name
+        # Each file says what it simulates before anything else.
+        assert builtin_scenario(name).read_text(encoding="utf-8").startswith("# ")
 
 
 def test_claude_plan_is_an_oauth_plan_with_a_short_session_window() -> None:
     plan = load_scenario(builtin_scenario("claude-plan"))
     assert (plan.api, plan.quota_headers) == ("anthropic", "anthropic-unified")
+    assert plan.usage_endpoint == "claude"
     assert (plan.auth.kind, plan.auth.token) == ("bearer", "sk-ant-oat01-sim-plan")
     assert [model.id for model in plan.models] == ["claude-sonnet-4-5", "claude-haiku-4-5"]
     five_hour = plan.windows[0]
@@ -59,6 +66,46 @@ def test_other_demo_scenarios_use_their_families_and_credentials() -> None:
     )
     assert {model.id for model in cheap.models} == {"deepseek-chat", "gpt-4.1-mini"}
     assert (local.auth.kind, local.quota_headers, local.windows) == ("none", "none", ())
+
+
+def test_provider_plan_scenarios_serve_their_usage_endpoints() -> None:
+    codex = load_scenario(builtin_scenario("codex-plan"))
+    assert (codex.quota_headers, codex.usage_endpoint) == ("codex", "codex")
+    assert codex.codex_settings is not None
+    assert codex.codex_settings.plan_type == "plus"
+    assert [(w.name, w.length_s) for w in codex.windows] == [("5h", 18000), ("7d", 604800)]
+
+    copilot = load_scenario(builtin_scenario("copilot-seat"))
+    assert (copilot.usage_endpoint, copilot.auth.token) == ("copilot", "gho_sim-copilot-seat")
+    assert copilot.copilot_settings is not None
+    assert copilot.copilot_settings.overage_permitted is False
+    premium = copilot.premium_window()
+    assert premium is not None
+    assert (premium.unit, premium.capacity) == ("requests", 300)
+    assert {model.id for model in copilot.models} == {"gpt-4.1", "claude-sonnet-4.5"}
+
+    gemini = load_scenario(builtin_scenario("gemini-code-assist"))
+    assert gemini.usage_endpoint == "gemini"
+    scoped = {w.model for w in gemini.windows if w.length_s == 86400}
+    assert scoped == {"gemini-2.5-pro", "gemini-2.5-flash"}
+
+    openrouter = load_scenario(builtin_scenario("openrouter"))
+    assert openrouter.usage_endpoint == "openrouter"
+    assert openrouter.credit_settings is not None
+    assert openrouter.credit_settings.limit == 5.0
+    free = openrouter.model("meta-llama/llama-3.3-70b-instruct:free")
+    assert free is not None
+    assert (free.input_per_mtok, free.output_per_mtok) == (0, 0)
+
+
+def test_usage_endpoint_defaults_to_claude_only_for_plan_logins() -> None:
+    assert plan_scenario().usage_endpoint == "claude"
+    apikey = _with(auth={"kind": "x-api-key", "token": "k"})
+    del apikey["usage_endpoint"]
+    assert Scenario.model_validate(apikey).usage_endpoint == "none"
+    opted_out = Scenario.model_validate(_with(usage_endpoint="none"))
+    assert opted_out.usage_endpoint == "none"
+    assert load_scenario(builtin_scenario("cheap-openai")).usage_endpoint == "none"
 
 
 def test_unknown_builtin_scenario_lists_the_available_ones() -> None:
@@ -98,6 +145,23 @@ def _with(**changes: object) -> dict[str, object]:
         _with(windows=[{"name": "w", "capacity": 0, "length_s": 1}]),
         _with(api="gemini"),
         _with(quota_headers="codex"),
+        _with(usage_endpoint="codex"),
+        _with(api="openai", usage_endpoint="claude"),
+        _with(copilot={"plan": "individual"}),
+        _with(credits={"limit": 5}),
+        _with(codex={"plan_type": "pro"}),
+        _with(usage_endpoint="none", copilot={}),
+        _with(
+            api="openai",
+            usage_endpoint="copilot",
+            copilot={"window": "5h"},  # a tokens window cannot be the premium one
+        ),
+        _with(
+            api="openai",
+            usage_endpoint="openrouter",
+            credits={"limit": -1},
+        ),
+        _with(models=[{"id": "m", "input_per_mtok": -1}]),
         _with(surprise=True),
     ],
 )

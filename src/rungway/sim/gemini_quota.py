@@ -1,0 +1,66 @@
+"""Gemini Code Assist's quota: `POST /v1internal:retrieveUserQuota`.
+
+Per docs/provider-signals.md A6.1 the answer is `{"buckets": [...]}`, each bucket with
+`remainingAmount` (an int64, so a JSON string), `remainingFraction` (0..1), an RFC 3339
+`resetTime`, `tokenType` and `modelId`. Each model-scoped window is one bucket; a window
+that applies to every model is a bucket without `modelId`. The request body (`project`,
+`userAgent`) is accepted and not checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from rungway.sim.exchange import RecordedRequest, Reply
+from rungway.sim.quota import QuotaBook, WindowReading, rfc3339
+from rungway.sim.scenario import Scenario
+from rungway.sim.usage_reads import UsageEndpoint, UsageReads, credential_check, retry_after
+
+ROUTES = frozenset({("POST", "/v1internal:retrieveUserQuota")})
+UNAUTHENTICATED_MESSAGE = (
+    "Request had invalid authentication credentials. Expected OAuth 2 access token, login "
+    "cookie or other valid authentication credential."
+)
+
+
+def _google_error(status: int, message: str, code_name: str, wait_s: int | None = None) -> Reply:
+    body = {"error": {"code": status, "message": message, "status": code_name}}
+    headers = () if wait_s is None else (retry_after(wait_s),)
+    return Reply(status, orjson.dumps(body), headers)
+
+
+def _unauthorized(sent: str | None) -> Reply:
+    return _google_error(401, UNAUTHENTICATED_MESSAGE, "UNAUTHENTICATED")
+
+
+def _too_many(wait_s: int) -> Reply:
+    # The bare form of a Google 429 (A6.2), without google.rpc details.
+    message = "Resource has been exhausted (e.g. check quota)."
+    return _google_error(429, message, "RESOURCE_EXHAUSTED", wait_s)
+
+
+def bucket(reading: WindowReading) -> dict[str, Any]:
+    """One quota bucket for a window."""
+    entry: dict[str, Any] = {
+        "remainingAmount": str(reading.remaining),
+        "remainingFraction": reading.remaining / reading.capacity,
+        "resetTime": rfc3339(reading.reset_at),
+        # Only request buckets are documented; token windows are labelled by analogy.
+        "tokenType": "REQUESTS" if reading.spec.unit == "requests" else "TOKENS",
+    }
+    if reading.spec.model is not None:
+        entry["modelId"] = reading.spec.model
+    return entry
+
+
+def gemini_quota(scenario: Scenario, book: QuotaBook) -> UsageEndpoint:
+    """`retrieveUserQuota` over the scenario's windows, one bucket each."""
+
+    def render(request: RecordedRequest) -> Reply:
+        return Reply(200, orjson.dumps({"buckets": [bucket(r) for r in book.readings()]}))
+
+    authenticate = credential_check(scenario.auth, _unauthorized)
+    reads = UsageReads(scenario.usage_reads_per_hour, book.clock, authenticate, _too_many)
+    return UsageEndpoint(ROUTES, reads, render)

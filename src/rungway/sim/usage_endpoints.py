@@ -1,0 +1,38 @@
+"""Which provider's usage endpoint a scenario serves (its `usage_endpoint`)."""
+
+from __future__ import annotations
+
+from rungway.sim.codex_usage import codex_usage
+from rungway.sim.copilot_usage import copilot_usage
+from rungway.sim.gemini_quota import gemini_quota
+from rungway.sim.openrouter_credits import CreditLedger
+from rungway.sim.openrouter_key import openrouter_key
+from rungway.sim.plan_usage import claude_usage
+from rungway.sim.quota import QuotaBook
+from rungway.sim.scenario import Scenario
+from rungway.sim.usage_reads import Authenticate, UsageEndpoint
+
+
+def build_usage_endpoint(
+    scenario: Scenario,
+    book: QuotaBook,
+    authenticate: Authenticate,
+    ledger: CreditLedger | None,
+) -> UsageEndpoint | None:
+    """The scenario's usage endpoint over `book` (and `ledger`), or None.
+
+    `authenticate` is the wire API's own credential check; the Claude and Codex
+    endpoints share it with inference, the others answer in their own error shapes.
+    """
+    kind = scenario.usage_endpoint
+    if kind == "claude":
+        return claude_usage(scenario, book, authenticate)
+    if kind == "codex":
+        return codex_usage(scenario, book, authenticate)
+    if kind == "copilot":
+        return copilot_usage(scenario, book)
+    if kind == "gemini":
+        return gemini_quota(scenario, book)
+    if kind == "openrouter" and ledger is not None:
+        return openrouter_key(scenario, book, ledger)
+    return None
