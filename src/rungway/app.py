@@ -31,6 +31,7 @@ from rungway.routing.capabilities import model_categories
 from rungway.routing.resolve import ConnectionFacts, ModelTable
 from rungway.routing.rungs import rung_for
 from rungway.routing.snapshot import Roster, RosterConnection, ServedModel
+from rungway.server.admin import AdminApi
 from rungway.server.app import GatewayApp
 from rungway.server.auth import ClientKeys
 
@@ -67,6 +68,7 @@ def build_gateway(
             secret=secrets.get(f"connection:{config.id}"),
             base_url=_base_url(config.base_url, config.provider),
             models=frozenset(config.models),
+            usage_base_url=config.usage_base_url,
         )
         for config in settings.connections
     }
@@ -97,10 +99,11 @@ def build_gateway(
         state, observer, verifier = board, board, poller
     else:
         observer = verifier = NoTelemetry()
+    roster = build_roster(settings)
     planner = Planner(
         table=table,
         ladder=LadderInputs(
-            roster=build_roster(settings),
+            roster=roster,
             settings=settings.ladder,
             clock=clock,
             state=state,
@@ -130,6 +133,14 @@ def build_gateway(
         planner=planner,
         engine=engine,
         keys=keys,
+        admin=AdminApi(
+            roster=roster,
+            state=state,
+            board=board,
+            poller=poller,
+            clock=clock,
+            key=secrets.get("admin"),
+        ),
         max_body_bytes=settings.server.max_body_bytes,
         on_startup=startup,
         on_shutdown=shutdown,

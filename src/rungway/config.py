@@ -32,6 +32,7 @@ from rungway.routing.settings import LadderSettings
 Provider = Literal[
     "anthropic",
     "anthropic-compatible",
+    "copilot",
     "deepseek",
     "groq",
     "ollama",
@@ -96,6 +97,8 @@ class ConnectionConfig(_Frozen):
     auth: Auth
     credential: CredentialRef | None = None
     base_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$")] | None = None
+    usage_base_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$")] | None = None
+    """Where the usage endpoint lives when not on the provider's usual host (Copilot's)."""
     models: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
 
     @model_validator(mode="after")
@@ -143,6 +146,12 @@ class QuotaSettings(_Frozen):
     """How long `auto/subscription` may wait to verify a plan with no fresh reading."""
 
 
+class AdminSettings(_Frozen):
+    """The admin API (`/admin/`): without a key it answers only on loopback."""
+
+    key: CredentialRef | None = None
+
+
 class LedgerSettings(_Frozen):
     """Where the request ledger is kept; by default under the user's data directory."""
 
@@ -170,6 +179,7 @@ class Settings(_Frozen):
     timeouts: TimeoutSettings = TimeoutSettings()
     ledger: LedgerSettings = LedgerSettings()
     quota: QuotaSettings = QuotaSettings()
+    admin: AdminSettings = AdminSettings()
     connections: tuple[ConnectionConfig, ...]
     aliases: dict[str, str] = Field(default_factory=dict)
     client_keys: tuple[ClientKeyConfig, ...] = ()
@@ -239,7 +249,7 @@ def parse_settings(raw: Any, source: str = "<config>") -> Settings:
 
 
 def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, SecretStr]:
-    """Read every referenced secret once; keys are `connection:<id>` and `client:<name>`."""
+    """Read every referenced secret once: `connection:<id>`, `client:<name>` and `admin`."""
     secrets: dict[str, SecretStr] = {}
     problems: list[str] = []
     for index, connection in enumerate(settings.connections):
@@ -254,6 +264,11 @@ def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, Secr
             secrets[f"client:{client.name}"] = client.key.read()
         except ValueError as error:
             problems.append(f"  client_keys[{index}].key: {error}")
+    if settings.admin.key is not None:
+        try:
+            secrets["admin"] = settings.admin.key.read()
+        except ValueError as error:
+            problems.append(f"  admin.key: {error}")
     if problems:
         raise ConfigError(f"{source}: cannot read credentials\n" + "\n".join(problems))
     return secrets

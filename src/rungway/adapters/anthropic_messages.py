@@ -27,7 +27,7 @@ from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
 from rungway.quota import read_anthropic_api_key, read_anthropic_unified
 from rungway.quota.poller import PollTarget
-from rungway.quota.usage import read_claude_usage
+from rungway.quota.usage import UsageReading, read_claude_usage
 from rungway.routing.snapshot import QuotaWindow
 
 API_VERSION = "2023-06-01"
@@ -146,7 +146,7 @@ class AnthropicMessagesAdapter:
             connection.id,
             f"{connection.base_url}/api/oauth/usage",
             headers,
-            lambda body, now: read_claude_usage(body, now=now),
+            lambda body, now: UsageReading(read_claude_usage(body, now=now)),
         )
 
     def watch_stream(self, *, strip_usage_chunk: bool) -> AnthropicMessagesWatcher:

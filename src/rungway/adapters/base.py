@@ -32,6 +32,7 @@ class Connection:
     secret: SecretStr | None
     base_url: str
     models: frozenset[str]
+    usage_base_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,4 +163,22 @@ class UsageEndpoint(Protocol):
 
     def usage_target(self, connection: Connection) -> PollTarget | None:
         """The connection's usage endpoint, or None when it has none."""
+        ...
+
+
+@runtime_checkable
+class ErrorQuota(Protocol):
+    """An adapter whose error bodies (not only headers) say which quota window ran out."""
+
+    def error_windows(
+        self,
+        connection: Connection,
+        *,
+        status: int,
+        headers: Mapping[str, str],
+        body: bytes,
+        model: str,
+        now: float,
+    ) -> tuple[QuotaWindow, ...]:
+        """The windows a failed response shows exhausted, with their resets."""
         ...

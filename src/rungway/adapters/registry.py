@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Adapter
+from rungway.adapters.copilot import CopilotAdapter
 from rungway.adapters.openai_chat import OpenAIChatAdapter
+from rungway.adapters.openrouter import OpenRouterAdapter
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +30,10 @@ PROVIDERS: dict[str, ProviderEntry] = {
     "anthropic-compatible": ProviderEntry(_ANTHROPIC, None),
     "openai": ProviderEntry(_OPENAI, "https://api.openai.com/v1"),
     "openai-compatible": ProviderEntry(_OPENAI, None),
+    "copilot": ProviderEntry(CopilotAdapter(), "https://api.githubcopilot.com"),
     "deepseek": ProviderEntry(_OPENAI, "https://api.deepseek.com/v1"),
     "groq": ProviderEntry(_OPENAI, "https://api.groq.com/openai/v1"),
-    "openrouter": ProviderEntry(_OPENAI, "https://openrouter.ai/api/v1"),
+    "openrouter": ProviderEntry(OpenRouterAdapter(), "https://openrouter.ai/api/v1"),
     "ollama": ProviderEntry(_OPENAI, "http://127.0.0.1:11434/v1"),
 }
 

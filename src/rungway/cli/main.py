@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from rungway.cli.connections import connections
 from rungway.cli.demo import demo
 from rungway.cli.explain import explain
 from rungway.cli.serve import serve
@@ -20,6 +21,7 @@ app.command("serve")(serve)
 app.command("demo")(demo)
 app.command("sim-upstream")(sim_upstream)
 app.command("explain")(explain)
+app.add_typer(connections, name="connections")
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from rungway.adapters.base import Usage
+from rungway.adapters.base import ErrorQuota, Usage
 from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.planning import Plan, Route
@@ -174,7 +174,7 @@ class Engine:
             )
             return Failure(kind, str(error))
         if response.status >= 300:
-            return adapter.classify_failure(response.status, response.headers, body)
+            return self._failure(route, response.status, response.headers, body, received)
         try:
             parsed = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -186,6 +186,24 @@ class Engine:
         self._quota.succeeded(connection.id)
         self._record(trail, route, "ok", response.status)
         return Reply(response.status, headers, body)
+
+    def _failure(
+        self, route: Route, status: int, headers: Mapping[str, str], body: bytes, received: float
+    ) -> Failure:
+        adapter = route.adapter
+        if isinstance(adapter, ErrorQuota):
+            # Some upstreams name the exhausted window only in the error body.
+            windows = adapter.error_windows(
+                route.connection,
+                status=status,
+                headers=headers,
+                body=body,
+                model=route.target.model,
+                now=received,
+            )
+            if windows:
+                self._quota.observe(route.connection.id, windows, received)
+        return adapter.classify_failure(status, headers, body)
 
     def _read_quota(self, route: Route, headers: Mapping[str, str], received: float) -> None:
         windows = route.adapter.read_quota(

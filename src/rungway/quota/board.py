@@ -51,6 +51,7 @@ class QuotaBoard:
         self._levels: dict[str, int] = {}
         self._breaker: dict[str, Breaker] = {}
         self._states: dict[str, ConnectionState] = {}
+        self._overage: dict[str, bool] = {}
         self._now = 0.0
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
@@ -86,6 +87,12 @@ class QuotaBoard:
             changed = True
         if changed:
             self._now = now
+            self._rebuild(connection_id)
+
+    def observe_overage(self, connection_id: str, permitted: bool) -> None:
+        """Record whether the account bills use past its allowance (its usage endpoint says)."""
+        if self._overage.get(connection_id) is not permitted:
+            self._overage[connection_id] = permitted
             self._rebuild(connection_id)
 
     def failed(self, connection_id: str, failure: Failure, now: float) -> None:
@@ -179,6 +186,7 @@ class QuotaBoard:
             cooldown_until=rest.until if rest is not None else None,
             cooldown_reason=rest.reason if rest is not None else "",
             breaker=breaker.state(self._now, self._breakers) if breaker else BreakerState.CLOSED,
+            overage_permitted=self._overage.get(connection_id),
         )
         if state == ConnectionState():
             self._states.pop(connection_id, None)

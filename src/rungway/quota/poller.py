@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 from rungway.clock import Clock
 from rungway.quota.board import QuotaBoard
+from rungway.quota.usage import UsageReading
 from rungway.routing.settings import LadderSettings
-from rungway.routing.snapshot import QuotaWindow
 
 log = logging.getLogger("rungway.quota")
 
 Fetch = Callable[[str, Mapping[str, str], float], Awaitable[tuple[int, Mapping[str, str], bytes]]]
 """GET a URL with headers within a deadline: (status, headers, body)."""
-ReadUsage = Callable[[bytes, float], tuple[QuotaWindow, ...]]
+ReadUsage = Callable[[bytes, float], UsageReading]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,10 @@ class UsagePoller:
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._last: dict[str, float] = {}
         self._paused_until: dict[str, float] = {}
+
+    def polls(self, connection_id: str) -> bool:
+        """True when the connection has a usage endpoint this poller reads."""
+        return connection_id in self._targets
 
     def needs_reading(self, connection_id: str, now: float) -> bool:
         """True when no fresh account-wide reading of the connection exists."""
@@ -139,6 +143,8 @@ class UsagePoller:
         if status >= 300:
             log.warning("usage poll of %s answered HTTP %d", connection_id, status)
             return
-        windows = target.read(body, received)
-        if windows:
-            self._board.observe(connection_id, windows, received)
+        reading = target.read(body, received)
+        if reading.overage_permitted is not None:
+            self._board.observe_overage(connection_id, reading.overage_permitted)
+        if reading.windows:
+            self._board.observe(connection_id, reading.windows, received)

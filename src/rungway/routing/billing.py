@@ -7,7 +7,7 @@ auth; a provider-wide entry; otherwise `unknown`, which counts as metered everyw
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -52,6 +52,14 @@ class BillingVerdict:
     overage: Overage
     reason: str
     entry: str
+    live_overage: bool = False
+    """The overage is read from the connection's usage endpoint, not fixed by the terms."""
+
+    def with_overage_permitted(self, permitted: bool | None) -> BillingVerdict:
+        """This verdict once the connection's live `overage_permitted` flag is known."""
+        if not self.live_overage:
+            return self
+        return replace(self, overage=_overage(LIVE, permitted))
 
     @property
     def plan_included(self) -> bool:
@@ -101,7 +109,11 @@ class Catalog:
             )
         label = f"{entry.source} {entry.provider}" + (f"+{entry.auth}" if entry.auth else "")
         return BillingVerdict(
-            entry.billing, _overage(entry.overage, overage_permitted), entry.reason, label
+            entry.billing,
+            _overage(entry.overage, overage_permitted),
+            entry.reason,
+            label,
+            live_overage=entry.overage == LIVE,
         )
 
 

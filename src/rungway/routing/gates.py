@@ -150,6 +150,11 @@ def plan_verdict(billing: BillingVerdict) -> Verdict:
     """`auto/subscription` admits only subscription billing with a hard-stop overage."""
     if billing.billing is not BillingClass.SUBSCRIPTION:
         return Verdict(SkipReason.NOT_SUBSCRIPTION, f"billing {billing.billing} ({billing.entry})")
+    if billing.live_overage and billing.overage is Overage.UNKNOWN:
+        return Verdict(
+            SkipReason.OVERAGE_NOT_HARD_STOP,
+            f"overage not read yet from the usage endpoint ({billing.entry})",
+        )
     if billing.overage is not Overage.HARD_STOP:
         return Verdict(
             SkipReason.OVERAGE_NOT_HARD_STOP,

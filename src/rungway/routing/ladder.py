@@ -85,6 +85,8 @@ class _Index:
         roster = snapshot.roster
         self.plan_skips: dict[str, Skip] = {}
         for connection in roster.connections.values():
+            if connection.billing.live_overage:
+                continue  # judged per decision, from the connection's live overage flag
             verdict = plan_verdict(connection.billing)
             if not verdict.passed:
                 self.plan_skips[connection.id] = _skip(verdict, connection)
@@ -187,6 +189,12 @@ class _Planner:
                 self.skipped.append(static)
                 continue
             state = states.get(connection.id, _NO_STATE)
+            if self.strict and connection.billing.live_overage:
+                live = connection.billing.with_overage_permitted(state.overage_permitted)
+                terms = plan_verdict(live)
+                if not terms.passed:
+                    self.skipped.append(_skip(terms, connection))
+                    continue
             verdict = _connection_verdict(state, self.settings, self.now, strict=self.strict)
             if not verdict.passed:
                 self.skipped.append(_skip(verdict, connection))

@@ -62,6 +62,8 @@ class ConnectionState:
     cooldown_until: float | None = None
     cooldown_reason: str = ""
     breaker: BreakerState = BreakerState.CLOSED
+    overage_permitted: bool | None = None
+    """The account's own word on billing past its allowance (Copilot); None when unread."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,8 @@ from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
 from rungway.protocol import anthropic_messages, openai_chat
 from rungway.protocol.api import Api
+from rungway.server.admin import PREFIX as ADMIN_PREFIX
+from rungway.server.admin import AdminApi
 from rungway.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -53,6 +55,7 @@ class GatewayApp:
         planner: Planner,
         engine: Engine,
         keys: ClientKeys,
+        admin: AdminApi,
         max_body_bytes: int,
         on_startup: Lifecycle,
         on_shutdown: Lifecycle,
@@ -60,6 +63,7 @@ class GatewayApp:
         self._planner = planner
         self._engine = engine
         self._keys = keys
+        self._admin = admin
         self._max_body = max_body_bytes
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
@@ -81,6 +85,8 @@ class GatewayApp:
             handler = self._routes.get((scope["method"], path))
             if handler is not None:
                 await handler(scope, receive, send)
+            elif path.startswith(ADMIN_PREFIX):
+                await self._admin(scope, receive, send)
             else:
                 await self._no_route(scope, send, path)
         elif kind == "lifespan":

@@ -6,10 +6,19 @@ fails); `strict=False` is `auto/thrifty` (only positive evidence of exhaustion f
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pydantic
 import pytest
 
-from rungway.routing.billing import BillingClass, BillingVerdict, Overage
+from rungway.routing.billing import (
+    LIVE,
+    BillingClass,
+    BillingVerdict,
+    Catalog,
+    CatalogEntry,
+    Overage,
+)
 from rungway.routing.gates import (
     PASS,
     budget_verdict,
@@ -23,7 +32,7 @@ from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import BreakerState, QuotaWindow, RungSpend, WindowStatus
 
-from .builders import DEFAULTS, NOW, state, window
+from .builders import DEFAULTS, FRESH, NOW, connection, route, skip_reasons, state, window
 
 BAND = LadderSettings(exit_cutoff_percent=2, reentry_min_remaining_percent=5)
 
@@ -366,3 +375,35 @@ def test_bad_ladder_settings_are_refused(section: dict[str, object]) -> None:
 def test_settings_are_frozen() -> None:
     with pytest.raises(pydantic.ValidationError):
         DEFAULTS.exit_cutoff_percent = 3
+
+
+# --- Live overage (a Copilot-like seat) -----------------------------------------------------
+
+SEAT_CATALOG = Catalog(
+    [CatalogEntry("seat", None, BillingClass.SUBSCRIPTION, LIVE, "allowance", "test")]
+)
+
+
+@pytest.mark.parametrize(
+    ("permitted", "admitted"),
+    [(False, True), (True, False), (None, False)],
+    ids=["overage-refused", "overage-permitted", "not-read-yet"],
+)
+def test_subscription_admits_a_live_overage_seat_only_when_it_hard_stops(
+    permitted: bool | None, admitted: bool
+) -> None:
+    seat = connection("seat-1", "seat", "oauth", catalog=SEAT_CATALOG)
+    seat_state = replace(FRESH, overage_permitted=permitted)
+    plan = route("auto/subscription", [seat], {"seat-1": seat_state})
+    assert bool(plan.candidates) is admitted
+    if not admitted:
+        assert skip_reasons(plan, "seat-1") == [SkipReason.OVERAGE_NOT_HARD_STOP]
+
+
+def test_thrifty_keeps_a_live_overage_seat_on_the_subscription_rung() -> None:
+    seat = connection("seat-1", "seat", "oauth", catalog=SEAT_CATALOG)
+    seat_state = replace(FRESH, overage_permitted=True)
+    plan = route("auto/thrifty", [seat], {"seat-1": seat_state})
+    assert [(c.rung, c.connection_ids) for c in plan.candidates] == [
+        (Rung.SUBSCRIPTION, ("seat-1",))
+    ]

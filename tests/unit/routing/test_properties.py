@@ -156,7 +156,8 @@ def connection_states(draw: st.DrawFn, now: float, connection: RosterConnection)
     if draw(st.booleans()):
         count = draw(st.integers(1, 2))
         windows = [draw(healthy_windows(now, scopes)) for _ in range(count)]
-        return ConnectionState(tuple(windows))
+        permitted = draw(st.sampled_from([None, False, False, True]))
+        return ConnectionState(tuple(windows), overage_permitted=permitted)
     count = draw(st.sampled_from([0, 1, 2, 3]))
     windows = [
         draw(st.one_of(healthy_windows(now, scopes), any_windows(now, scopes)))
@@ -164,7 +165,8 @@ def connection_states(draw: st.DrawFn, now: float, connection: RosterConnection)
     ]
     cooldown = draw(st.sampled_from([None, None, now - 10, now, now + 10, now + 3_600]))
     breaker = draw(st.sampled_from([*BreakerState, BreakerState.CLOSED]))
-    return ConnectionState(tuple(windows), cooldown, "drawn", breaker)
+    permitted = draw(st.sampled_from([None, False, True]))
+    return ConnectionState(tuple(windows), cooldown, "drawn", breaker, permitted)
 
 
 @st.composite
@@ -256,9 +258,11 @@ def test_subscription_yields_only_verified_hard_stop_plan_connections(world: Wor
             connection = world.snapshot.roster.connections[connection_id]
             assert connection.api == world.request.api
             assert connection.billing.billing is BillingClass.SUBSCRIPTION
-            assert connection.billing.overage is Overage.HARD_STOP
             state = world.snapshot.states.get(connection_id)
             assert state is not None, "no reading at all"
+            # A live overage is the account's own flag as last read, not the catalog's.
+            billing = connection.billing.with_overage_permitted(state.overage_permitted)
+            assert billing.overage is Overage.HARD_STOP
             assert not cooling_down(state, world.now)
             assert state.breaker is BreakerState.CLOSED
             windows = applicable(state, candidate.model)
@@ -373,4 +377,6 @@ def test_catalog_resolution_order(
         )
     else:
         overage = Overage(entry.overage)
-    assert verdict == BillingVerdict(entry.billing, overage, entry.reason, verdict.entry)
+    assert verdict == BillingVerdict(
+        entry.billing, overage, entry.reason, verdict.entry, live_overage=entry.overage == LIVE
+    )
