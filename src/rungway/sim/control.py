@@ -6,6 +6,7 @@ benchmarks), and the state snapshot it reports.
     GET  /_sim/state     now, windows, credits, tally, queued faults, request count
     GET  /_sim/requests  the recorded requests (most recent last)
     POST /_sim/reset     empty windows, credits, tally and logs; restore the faults
+    POST /_sim/windows   {"name": window, "used": units}; steer a window to a level
     POST /_sim/credits   {"remaining": credits}; an OpenRouter key with a limit only
 
 The usage endpoints read the same windows and credits, so what these controls change
@@ -105,6 +106,10 @@ class Controllable(Protocol):
         """Return to the scenario's initial state (the clock keeps its time)."""
         ...
 
+    def set_window_used(self, name: str, used: int) -> None:
+        """Set the units used in one window."""
+        ...
+
     def set_credits_remaining(self, remaining: float) -> None:
         """Set the credits left; ValueError when the upstream has no credit limit."""
         ...
@@ -143,6 +148,21 @@ def _set_credits(sim: Controllable, body: Any) -> Reply:
     return json_reply(200, {"limit_remaining": float(remaining)})
 
 
+def _set_window(sim: Controllable, body: Any) -> Reply:
+    if not isinstance(body, dict) or set(body) != {"name", "used"}:
+        return _problem(400, 'send {"name": window, "used": units}')
+    name, used = body["name"], body["used"]
+    if not isinstance(name, str) or not isinstance(used, int) or isinstance(used, bool):
+        return _problem(400, "name must be a string and used a whole number of units")
+    if used < 0:
+        return _problem(400, "used must be 0 or more")
+    try:
+        sim.set_window_used(name, used)
+    except ValueError as exc:
+        return _problem(404, str(exc))
+    return json_reply(200, sim.state().window(name).model_dump())
+
+
 def _recorded(request: RecordedRequest) -> dict[str, Any]:
     return {
         "method": request.method,
@@ -176,6 +196,8 @@ def handle_control(sim: Controllable, request: RecordedRequest) -> Reply:
     if route == ("POST", "/_sim/reset"):
         sim.reset()
         return json_reply(200, {"reset": True})
+    if route == ("POST", "/_sim/windows"):
+        return _set_window(sim, body)
     if route == ("POST", "/_sim/credits"):
         return _set_credits(sim, body)
     return _problem(404, f"no control route {method} {path}")

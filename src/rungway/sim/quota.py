@@ -190,6 +190,17 @@ class QuotaBook:
                     return True
         return False
 
+    def set_used(self, window_name: str, used: int) -> bool:
+        """Set how much of the named window is used; False when no window has that name."""
+        now = self._clock.now()
+        with self._lock:
+            self._roll(now)
+            for window in self._windows:
+                if window.spec.name == window_name:
+                    window.used = used
+                    return True
+        return False
+
     @property
     def clock(self) -> Clock:
         """The clock the windows run on."""

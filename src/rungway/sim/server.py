@@ -162,6 +162,15 @@ class SimUpstream:
             credits=None if self._ledger is None else self._ledger.state(),
         )
 
+    def set_window_used(self, name: str, used: int) -> None:
+        """Set the units used in window `name` (a test steering usage to a level).
+
+        Raises ValueError when the scenario has no such window.
+        """
+        if not self._book.set_used(name, used):
+            known = ", ".join(window.name for window in self.scenario.windows) or "none"
+            raise ValueError(f"no window {name!r}; windows: {known}")
+
     def set_credits_remaining(self, remaining: float) -> None:
         """Leave `remaining` credits (may be negative) under an OpenRouter key's limit.
 

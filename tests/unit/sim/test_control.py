@@ -153,3 +153,17 @@ def test_credits_control_needs_an_upstream_with_credits(plan_sim: SimUpstream) -
     assert "no credits" in refused.json()["error"]
     assert request(plan_sim.url, "POST", "/_sim/credits", {"left": 1}).status == 400
     assert request(plan_sim.url, "GET", "/_sim/state").json()["credits"] is None
+
+
+def test_a_window_can_be_steered_to_a_level_over_http(plan_sim: SimUpstream) -> None:
+    steered = request(plan_sim.url, "POST", "/_sim/windows", {"name": "5h", "used": 390})
+    assert steered.status == 200
+    assert (steered.json()["used"], steered.json()["remaining"]) == (390, 10)
+    reply = request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+    utilization = float(reply.header("anthropic-ratelimit-unified-5h-utilization") or 0)
+    assert utilization > 0.97
+    missing = request(plan_sim.url, "POST", "/_sim/windows", {"name": "1h", "used": 1})
+    assert missing.status == 404
+    assert "windows: 5h" in missing.json()["error"]
+    assert request(plan_sim.url, "POST", "/_sim/windows", {"name": "5h", "used": -1}).status == 400
+    assert request(plan_sim.url, "POST", "/_sim/windows", {"name": "5h"}).status == 400
