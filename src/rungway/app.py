@@ -15,6 +15,7 @@ from pydantic import SecretStr
 
 from rungway.adapters.base import Connection, UsageEndpoint
 from rungway.adapters.registry import provider_entry
+from rungway.budget import LocalBudget
 from rungway.clock import Clock, SystemClock
 from rungway.config import Settings
 from rungway.engine.dispatch import Engine
@@ -100,6 +101,7 @@ def build_gateway(
     else:
         observer = verifier = NoTelemetry()
     roster = build_roster(settings)
+    budget = LocalBudget(settings.ladder, store.spent_since)
     planner = Planner(
         table=table,
         ladder=LadderInputs(
@@ -107,12 +109,13 @@ def build_gateway(
             settings=settings.ladder,
             clock=clock,
             state=state,
+            budget=budget,
             verifier=verifier,
         ),
         connections=connections,
         adapter_for=lambda provider: provider_entry(provider).adapter,
     )
-    engine = Engine(client=client, recorder=store, quota=observer, clock=clock)
+    engine = Engine(client=client, recorder=store, quota=observer, budget=budget, clock=clock)
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
     background: list[asyncio.Task[None]] = []

@@ -18,8 +18,7 @@ import openai
 import pytest
 
 from rungway.clock import FakeClock
-from rungway.routing.rungs import Rung
-from rungway.routing.snapshot import ConnectionState, QuotaWindow, RungSpend, WindowStatus
+from rungway.routing.snapshot import ConnectionState, QuotaWindow, WindowStatus
 from rungway.sim import DisconnectFault, HttpErrorFault, QuotaExhaustedFault, StreamErrorFault
 from tests.integration.conftest import START, StartGateway, Upstreams
 
@@ -34,9 +33,6 @@ class Readings:
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
         return self.states
-
-    def rung_spend(self) -> Mapping[Rung, RungSpend]:
-        return {}
 
 
 def _plan_reading(used: float, *, status: WindowStatus = WindowStatus.ALLOWED) -> ConnectionState:

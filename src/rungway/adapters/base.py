@@ -54,6 +54,8 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cost_usd: float | None = None
+    """What the upstream itself says the request cost (OpenRouter's `usage.cost`)."""
 
 
 class EventKind(Enum):

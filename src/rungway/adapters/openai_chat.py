@@ -233,4 +233,12 @@ def _usage(raw: object) -> Usage:
         cache_read_tokens=cached,
         cache_write_tokens=cache_write,
         reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        cost_usd=_reported_cost(raw.get("cost")),
     )
+
+
+def _reported_cost(value: object) -> float | None:
+    # OpenRouter reports each request's cost in credits (US dollars) in `usage.cost`.
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 import orjson
 
 from rungway.adapters.base import ErrorQuota, Usage
+from rungway.budget import Reservation
 from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.relay import StreamRelay
-from rungway.engine.state import QuotaObserver
+from rungway.engine.spending import NO_COST, Refused, Spending
+from rungway.engine.state import Budget, QuotaObserver
 from rungway.engine.upstream import UpstreamClient, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol import anthropic_messages, openai_chat
 from rungway.protocol.api import Api
@@ -49,11 +51,18 @@ class Engine:
     """Turns a checked client request into an upstream response."""
 
     def __init__(
-        self, *, client: UpstreamClient, recorder: Recorder, quota: QuotaObserver, clock: Clock
+        self,
+        *,
+        client: UpstreamClient,
+        recorder: Recorder,
+        quota: QuotaObserver,
+        budget: Budget,
+        clock: Clock,
     ) -> None:
         self._client = client
         self._recorder = recorder
         self._quota = quota
+        self._spending = Spending(budget)
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -61,10 +70,19 @@ class Engine:
         """Try each route in order until one answers; record the request once it has ended."""
         trail = _Trail(call, plan)
         for route in plan.routes:
+            hold = self._spending.hold(call, route, self._clock.now())
+            if isinstance(hold, Refused):
+                # Checked on every attempt, fall-throughs included: this rung's budget
+                # cannot take the request's worst case, so it goes on up the plan.
+                trail.over_budget.append(route)
+                continue
+            trail.reservation = hold
             started = time.perf_counter()
             result = await self._attempt(call, route, trail)
             if not isinstance(result, Failure):
                 return result
+            self._spending.release(trail.reservation)
+            trail.reservation = None
             if not result.returns_to_client:
                 # The client's own mistake says nothing about the connection's health.
                 self._quota.failed(route.connection.id, result, self._clock.now())
@@ -214,6 +232,13 @@ class Engine:
 
     def _give_up(self, trail: _Trail) -> Refusal:
         attempts = trail.attempts
+        if not attempts:
+            rungs = sorted({route.rung.label for route in trail.over_budget if route.rung})
+            message = (
+                f"the budget of the {' and '.join(rungs)} rung for this period cannot take "
+                f"this request's maximum cost; raise ladder.rung_budget_usd or lower max_tokens"
+            )
+            return Refusal(429, message, code="budget_exhausted")
         last = attempts[-1]
         kinds = {FailureClass(attempt.outcome) for attempt in attempts}
         if kinds <= {FailureClass.RATE_LIMITED, FailureClass.QUOTA_EXHAUSTED}:
@@ -241,6 +266,12 @@ class Engine:
         call = trail.call
         now = time.perf_counter()
         connection = route.connection if route is not None else None
+        costs = (
+            self._spending.settle(route, trail.usage, trail.reservation, self._clock.now())
+            if route is not None
+            else NO_COST
+        )
+        trail.reservation = None
         self._recorder.record(
             RequestRecord(
                 request_id=call.request_id,
@@ -261,6 +292,8 @@ class Engine:
                 attempts=tuple(trail.attempts),
                 rung=route.rung.label if route is not None and route.rung is not None else None,
                 plan=trail.plan.route_plan_json,
+                cost_usd=costs.incremental,
+                list_cost_usd=costs.list_price,
             )
         )
 
@@ -276,6 +309,8 @@ class _Trail:
     ttfb: float | None = None
     reached: bool = False
     retry_after_s: float | None = None
+    reservation: Reservation | None = None
+    over_budget: list[Route] = field(default_factory=list)
 
 
 def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:

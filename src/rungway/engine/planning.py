@@ -15,7 +15,7 @@ import orjson
 from rungway.adapters.base import Adapter, Connection
 from rungway.clock import Clock
 from rungway.engine.call import Call, Refusal
-from rungway.engine.state import QuotaVerifier, StateSource
+from rungway.engine.state import Budget, QuotaVerifier, StateSource
 from rungway.protocol.api import Api
 from rungway.routing.autoid import BadAutoId, Ladder
 from rungway.routing.billing import BillingClass
@@ -70,6 +70,7 @@ class LadderInputs:
     settings: LadderSettings
     clock: Clock
     state: StateSource
+    budget: Budget
     verifier: QuotaVerifier
 
 
@@ -129,7 +130,7 @@ class Planner:
         ladder = self._ladder
         now = ladder.clock.now()
         snapshot = Snapshot(
-            ladder.roster, ladder.state.connection_states(now), ladder.state.rung_spend()
+            ladder.roster, ladder.state.connection_states(now), ladder.budget.rung_spend(now)
         )
         request = RouteRequest(resolution.requested, spec, call.api.value)
         route_plan = plan_route(request, ladder.settings, snapshot, now)

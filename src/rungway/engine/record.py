@@ -42,6 +42,10 @@ class RequestRecord:
     rung: str | None = None
     plan: bytes | None = None
     """The route plan as JSON: candidates in order and every skip with its reason."""
+    cost_usd: float = 0.0
+    """What the request added to the bill: 0 on the subscription, keyless and free rungs."""
+    list_cost_usd: float | None = None
+    """What the same tokens cost at list price (None when the model has no list price)."""
 
 
 class Recorder(Protocol):

@@ -10,20 +10,41 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from rungway.budget.local import Reservation
 from rungway.protocol.failures import Failure
 from rungway.routing.rungs import Rung
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, RungSpend
 
 
 class StateSource(Protocol):
-    """Where the engine reads quota, health and spend from."""
+    """Where the engine reads quota and health from."""
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
         """The state at `now` of every connection that has any."""
         ...
 
-    def rung_spend(self) -> Mapping[Rung, RungSpend]:
-        """Spend and reservations per rung in the current budget period."""
+
+class Budget(Protocol):
+    """Where paid rungs' budgets are kept: reserved before an attempt, settled after it."""
+
+    def reserve(self, rung: Rung, amount: float, now: float) -> Reservation | None:
+        """Hold `amount` against the rung's budget, or None when it does not fit."""
+        ...
+
+    def settle(self, reservation: Reservation, cost: float, now: float) -> None:
+        """Replace a reservation with the real cost."""
+        ...
+
+    def spend(self, rung: Rung, cost: float, now: float) -> None:
+        """Count a cost that had no reservation."""
+        ...
+
+    def release(self, reservation: Reservation) -> None:
+        """Give a reservation back."""
+        ...
+
+    def rung_spend(self, now: float) -> Mapping[Rung, RungSpend]:
+        """Spent and reserved per rung in the current period."""
         ...
 
 
@@ -60,10 +81,6 @@ class NoTelemetry:
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
         """No states."""
-        return {}
-
-    def rung_spend(self) -> Mapping[Rung, RungSpend]:
-        """No spend."""
         return {}
 
     def observe(self, connection_id: str, windows: Iterable[QuotaWindow], now: float) -> None:

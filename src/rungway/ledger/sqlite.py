@@ -19,7 +19,7 @@ import orjson
 
 from rungway.engine.record import RequestRecord
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
     request_id TEXT PRIMARY KEY,
@@ -43,17 +43,23 @@ CREATE TABLE IF NOT EXISTS requests (
     reasoning_tokens INTEGER NOT NULL,
     attempts TEXT NOT NULL,
     rung TEXT,
-    plan BLOB
+    plan BLOB,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    list_cost_usd REAL
 );
 CREATE INDEX IF NOT EXISTS requests_started_at ON requests (started_at);
 """
 _INSERT = (
     "INSERT OR REPLACE INTO requests VALUES "
-    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _MIGRATIONS = {
     # version reached -> statements that reach it from the one before
     2: ("ALTER TABLE requests ADD COLUMN rung TEXT", "ALTER TABLE requests ADD COLUMN plan BLOB"),
+    3: (
+        "ALTER TABLE requests ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE requests ADD COLUMN list_cost_usd REAL",
+    ),
 }
 _BATCH = 512
 _GATHER_S = 0.05
@@ -94,6 +100,11 @@ class SqliteLedger:
         # The tuple is built here, on the caller's thread, so that the writer thread runs
         # little Python and holds the interpreter lock as briefly as possible.
         self._queue.put_nowait(_row(row))
+
+    def spent_since(self, since: float) -> dict[str, float]:
+        """Incremental cost per rung of the requests started at or after `since`."""
+        self.flush()
+        return spent_since(self.path, since)
 
     def flush(self) -> None:
         """Wait until every queued row is committed."""
@@ -168,6 +179,8 @@ def _row(record: RequestRecord) -> tuple[Any, ...]:
         orjson.dumps(attempts).decode(),
         record.rung,
         record.plan,
+        record.cost_usd,
+        record.list_cost_usd,
     )
 
 
@@ -182,6 +195,22 @@ def read_rows(path: Path, limit: int = 100) -> list[dict[str, Any]]:
     finally:
         db.close()
     return [_decoded(row) for row in rows]
+
+
+def spent_since(path: Path, since: float) -> dict[str, float]:
+    """Incremental cost per rung of the requests started at or after `since`."""
+    if not path.exists():
+        return {}
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT rung, SUM(cost_usd) FROM requests "
+            "WHERE started_at >= ? AND rung IS NOT NULL GROUP BY rung",
+            (since,),
+        ).fetchall()
+    finally:
+        db.close()
+    return {rung: float(total) for rung, total in rows}
 
 
 def read_row(path: Path, request_id: str) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from genai_prices.data_snapshot import DataSnapshot
 from genai_prices.types import ModelInfo, StartDateConstraint, TieredPrices, TimeOfDateConstraint
 from genai_prices.types import ModelPrice as ListedPrice
 
-__all__ = ["KNOWN_PROVIDERS", "PRICE_SOURCE", "ModelPrice", "list_price"]
+__all__ = ["KNOWN_PROVIDERS", "PRICE_SOURCE", "ModelPrice", "find_listed_price", "list_price"]
 
 PRICE_SOURCE: Final = "genai-prices"
 """`ModelPrice.source` of every price read from the bundled genai-prices table."""
@@ -71,10 +71,14 @@ def list_price(provider: str, model: str, *, on: date | None = None) -> ModelPri
 # Memoised because start-up classifies every configured model and each miss scans the table.
 @lru_cache(maxsize=1024)
 def _lookup(provider: str, model: str, on: date) -> ModelPrice | None:
+    listed = find_listed_price(provider, model, on)
+    return None if listed is None else _to_model_price(listed)
+
+
+def find_listed_price(provider: str, model: str, on: date) -> ListedPrice | None:
+    """The genai-prices entry for `model` at `provider` in force on `on`, if the table has one."""
     info = _find_model(provider, model)
-    if info is None:
-        return None
-    return _to_model_price(_price_in_force(info, on))
+    return None if info is None else _price_in_force(info, on)
 
 
 @cache

@@ -15,13 +15,11 @@ from types import MappingProxyType
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota.breaker import TRIPPING, Breaker, BreakerPolicy
 from rungway.quota.cooldown import CooldownPolicy, cooldown_until
-from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import (
     BreakerState,
     ConnectionState,
     QuotaWindow,
-    RungSpend,
     WindowStatus,
 )
 
@@ -58,10 +56,6 @@ class QuotaBoard:
         """A read-only view of the states at `now` (each state itself is immutable)."""
         self.tick(now)
         return MappingProxyType(self._states)
-
-    def rung_spend(self) -> Mapping[Rung, RungSpend]:
-        """Spend is not tracked here; see the ledger."""
-        return {}
 
     def tick(self, now: float) -> None:
         """Bring time-dependent state (breakers turning half-open) up to `now`."""
