@@ -276,7 +276,7 @@ def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, Secr
 
 def check_bind(host: str, settings: Settings) -> None:
     """Refuse a non-loopback bind address when no client keys protect the gateway."""
-    if settings.client_keys or _is_loopback(host):
+    if settings.client_keys or is_loopback(host):
         return
     raise ConfigError(
         f"server.host {host!r}: refusing to listen beyond this machine without client keys; "
@@ -284,7 +284,8 @@ def check_bind(host: str, settings: Settings) -> None:
     )
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback addresses."""
     if host == "localhost":
         return True
     try:

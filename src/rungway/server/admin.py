@@ -7,9 +7,6 @@ clients on this machine's loopback. Every answer is JSON; an error is
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,11 +14,13 @@ import orjson
 from pydantic import SecretStr
 
 from rungway.clock import Clock
+from rungway.config import is_loopback
 from rungway.engine.state import StateSource
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import UsagePoller
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, Roster, RosterConnection
 from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
+from rungway.server.auth import ClientKeys
 
 PREFIX = "/admin/"
 _JSON = [("content-type", "application/json"), ("cache-control", "no-store")]
@@ -49,7 +48,7 @@ class AdminApi:
             "clear-cooldown": self._clear_cooldown,
             "refresh-quota": self._refresh_quota,
         }
-        self._key = hashlib.sha256(key.get_secret_value().encode()).digest() if key else None
+        self._key = ClientKeys({"admin": key} if key is not None else {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one request whose path starts with `/admin/`."""
@@ -77,20 +76,16 @@ class AdminApi:
         await _error(send, 404, "not_found", f"no admin endpoint {method} {scope['path']}")
 
     def _refuse(self, scope: Scope) -> tuple[int, str, str] | None:
-        if self._key is None:
+        if not self._key.required:
             host = (scope.get("client") or ("", 0))[0]
-            if _is_loopback(host):
+            if is_loopback(host):
                 return None
             return (
                 403,
                 "forbidden",
                 "the admin API answers only on loopback unless `admin.key` is configured",
             )
-        headers = request_headers(scope)
-        presented = headers.get("x-api-key") or _bearer(headers)
-        if presented and hmac.compare_digest(
-            hashlib.sha256(presented.encode()).digest(), self._key
-        ):
+        if self._key.identify(request_headers(scope)) is not None:
             return None
         return 401, "unauthorized", "send the admin key as `Authorization: Bearer <key>`"
 
@@ -150,18 +145,6 @@ def _window(window: QuotaWindow) -> dict[str, Any]:
         "source": window.source,
         "checked_at": window.checked_at,
     }
-
-
-def _bearer(headers: Mapping[str, str]) -> str:
-    scheme, _, token = headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def _reply(send: Send, status: int, payload: Mapping[str, Any]) -> None:
