@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rungway.adapters.base import Connection
+from rungway.adapters.base import Connection, retry_after_seconds
 from rungway.adapters.openai_chat import OpenAIChatAdapter
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota import read_openrouter_error
@@ -27,14 +27,13 @@ class OpenRouterAdapter(OpenAIChatAdapter):
         failure = super().classify_failure(status, headers, body)
         if status != 402:
             return failure
-        signal = read_openrouter_error(status, headers, body, now=0.0)
-        if signal.terminal:
+        if read_openrouter_error(status, headers, body, now=0.0).terminal:
             return failure
         return Failure(
             FailureClass.RATE_LIMITED,
             failure.message,
             status=status,
-            retry_after_s=signal.retry_after_s,
+            retry_after_s=retry_after_seconds(headers),
             body=body,
         )
 
