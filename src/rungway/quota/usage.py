@@ -286,11 +286,7 @@ def _reset(value: Any, *, now: float, relative: bool = False) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     text = value if isinstance(value, str) else repr(value)
-    try:
-        return parse_reset(text, now=now, relative=relative)
-    except OverflowError:
-        # An HTTP-date with an absurd year or offset overflows the date arithmetic.
-        return None
+    return parse_reset(text, now=now, relative=relative)
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
