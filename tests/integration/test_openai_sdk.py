@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import openai
+import pytest
 
 from tests.integration.conftest import DEEPSEEK, StartGateway, Upstreams
 
@@ -11,15 +14,31 @@ MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
 ]
 
 
-def _client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused-without-client-keys", max_retries=0)
+ClientFor = Callable[[str], openai.OpenAI]
+
+
+@pytest.fixture
+def client_for() -> Iterator[ClientFor]:
+    """SDK clients for a gateway URL, closed when the test ends."""
+    clients: list[openai.OpenAI] = []
+
+    def make(url: str) -> openai.OpenAI:
+        client = openai.OpenAI(
+            base_url=f"{url}/v1", api_key="unused-without-client-keys", max_retries=0
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
 
 
 def test_completion_passes_through_and_is_recorded(
-    start_gateway: StartGateway, sims: Upstreams
+    client_for: ClientFor, start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    raw = _client(gateway.url).chat.completions.with_raw_response.create(
+    raw = client_for(gateway.url).chat.completions.with_raw_response.create(
         model=DEEPSEEK, messages=MESSAGES, extra_body={"x_vendor_knob": {"depth": 2}}
     )
     completion = raw.parse()
@@ -44,11 +63,13 @@ def test_completion_passes_through_and_is_recorded(
 
 
 def test_stream_arrives_whole_and_hides_the_usage_chunk_it_did_not_ask_for(
-    start_gateway: StartGateway, sims: Upstreams
+    client_for: ClientFor, start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
     chunks = list(
-        _client(gateway.url).chat.completions.create(model=DEEPSEEK, messages=MESSAGES, stream=True)
+        client_for(gateway.url).chat.completions.create(
+            model=DEEPSEEK, messages=MESSAGES, stream=True
+        )
     )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert len(text.split()) == 24
@@ -62,10 +83,12 @@ def test_stream_arrives_whole_and_hides_the_usage_chunk_it_did_not_ask_for(
     assert row["input_tokens"] > 0
 
 
-def test_stream_that_asks_for_usage_gets_it(start_gateway: StartGateway) -> None:
+def test_stream_that_asks_for_usage_gets_it(
+    client_for: ClientFor, start_gateway: StartGateway
+) -> None:
     gateway = start_gateway()
     chunks = list(
-        _client(gateway.url).chat.completions.create(
+        client_for(gateway.url).chat.completions.create(
             model=DEEPSEEK,
             messages=MESSAGES,
             stream=True,
@@ -80,10 +103,10 @@ def test_stream_that_asks_for_usage_gets_it(start_gateway: StartGateway) -> None
 
 
 def test_alias_and_connection_prefix_route_as_configured(
-    start_gateway: StartGateway, sims: Upstreams
+    client_for: ClientFor, start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    client = _client(gateway.url)
+    client = client_for(gateway.url)
     via_alias = client.chat.completions.with_raw_response.create(model="fast", messages=MESSAGES)
     assert via_alias.headers["x-rungway-connection"] == "cheap"
     pinned = client.chat.completions.with_raw_response.create(
@@ -97,9 +120,11 @@ def test_alias_and_connection_prefix_route_as_configured(
     assert rows["cheap"]["resolved_model"] == DEEPSEEK
 
 
-def test_models_are_listed_in_openai_shape(start_gateway: StartGateway) -> None:
+def test_models_are_listed_in_openai_shape(
+    client_for: ClientFor, start_gateway: StartGateway
+) -> None:
     gateway = start_gateway()
-    ids = [model.id for model in _client(gateway.url).models.list()]
+    ids = [model.id for model in client_for(gateway.url).models.list()]
     assert DEEPSEEK in ids
     assert "claude-sonnet-4-5" in ids
     assert "fast" in ids

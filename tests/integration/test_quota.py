@@ -208,11 +208,15 @@ def test_subscription_on_a_cold_start_verifies_inline_and_serves_from_the_plan(
 
 @pytest.mark.poll_interval_s(3600)
 def test_background_polls_read_the_plan_at_start_and_right_after_a_reset(world: World) -> None:
+    board = world.gateway.quota
+    assert board is not None
     deadline = time.monotonic() + 5
-    while _usage_polls(world.plan) < 1 and time.monotonic() < deadline:
+    # The upstream counts the poll before the gateway has read its answer: wait for both.
+    while "plan" not in board.connection_states(world.clock.now()):
+        assert time.monotonic() < deadline, "the start-up poll never reached the board"
         time.sleep(0.05)
     assert _usage_polls(world.plan) == 1
-    state = world.gateway.quota.connection_states(world.clock.now())["plan"]  # type: ignore[union-attr]
+    state = board.connection_states(world.clock.now())["plan"]
     reset = min(w.resets_at for w in state.windows if w.resets_at is not None)
     world.clock.set(reset + 1)
     deadline = time.monotonic() + 5

@@ -65,41 +65,51 @@ class StreamRelay:
     async def body(self, finish: Finish) -> AsyncIterator[bytes]:
         """The client's stream: held events first, then each event as it completes.
 
-        `finish(outcome, failure)` runs exactly once when the stream ends, however it ends.
+        `finish(outcome, failure)` runs exactly once, however the stream ends. When the
+        stream ends with its last event or an error event, it runs before that event is
+        passed on, so the request is recorded before the client can see the end.
         """
-        outcome = "client_closed"
-        failure: Failure | None = None
+        watcher = self._watcher
+        ended = ended_well = False
+
+        def end(failure: Failure | None) -> None:
+            nonlocal ended, ended_well
+            if not ended:
+                ended, ended_well = True, failure is None
+                finish(failure.kind.value if failure is not None else "ok", failure)
+
         try:
-            yield b"".join(self._pending)
-            self._pending.clear()
-            watcher = self._watcher
+            out = self._pending
             while True:
+                if watcher.finished or watcher.failure is not None:
+                    end(watcher.failure)
+                if out:
+                    yield b"".join(out)
+                    out.clear()
                 try:
                     chunk = await self._response.next_chunk()
                 except (UpstreamTimeout, UpstreamUnreachable) as error:
                     failure = _transport_failure(error)
+                    end(failure)
                     yield self._error_event(failure.message, failure.kind)
                     break
                 if not chunk:
                     if not watcher.finished and watcher.failure is None:
                         failure = Failure(FailureClass.NETWORK, "the upstream stream ended early")
+                        end(failure)
                         yield self._error_event(failure.message, failure.kind)
                     break
-                out: list[bytes] = []
                 for event in self._splitter.feed(chunk):
-                    kind = watcher.see(event)
-                    if kind is not EventKind.DROP:
+                    if watcher.see(event) is not EventKind.DROP:
                         out.append(event.raw)
-                if out:
-                    yield b"".join(out)
-            failure = failure or watcher.failure
-            outcome = failure.kind.value if failure is not None else "ok"
+            end(watcher.failure)
         finally:
-            if outcome == "ok":
+            if ended_well:
                 self._response.release()
             else:
                 self._response.close()
-            finish(outcome, failure)
+            if not ended:
+                finish("client_closed", None)
 
 
 def _transport_failure(error: UpstreamTimeout | UpstreamUnreachable) -> Failure:
