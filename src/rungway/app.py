@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from rungway.adapters.base import Connection, UsageEndpoint
 from rungway.adapters.registry import provider_entry
-from rungway.budget import LocalBudget
+from rungway.budget import KeyBudget, LocalBudget
 from rungway.clock import Clock, SystemClock
 from rungway.config import Settings
 from rungway.engine.dispatch import Engine
@@ -101,7 +101,18 @@ def build_gateway(
     else:
         observer = verifier = NoTelemetry()
     roster = build_roster(settings)
-    budget = LocalBudget(settings.ladder, store.spent_since)
+    # A SQLite ledger journals reservations and hands back those a crash left open.
+    budget = LocalBudget(
+        settings.ladder,
+        store.spent_since,
+        keys=[
+            KeyBudget(key.name, key.budget_usd, key.budget_period)
+            for key in settings.client_keys
+            if key.budget_usd is not None
+        ],
+        log=store if isinstance(store, SqliteLedger) else None,
+        recovered=store.journal.open_reservations() if isinstance(store, SqliteLedger) else (),
+    )
     planner = Planner(
         table=table,
         ladder=LadderInputs(
@@ -145,6 +156,10 @@ def build_gateway(
             poller=poller,
             clock=clock,
             key=secrets.get("admin"),
+            ledger=store,
+            ladder=settings.ladder,
+            client_keys=settings.client_keys,
+            rung_spend=budget.rung_spend,
         ),
         max_body_bytes=settings.server.max_body_bytes,
         on_startup=startup,

@@ -115,10 +115,15 @@ class ConnectionConfig(_Frozen):
 
 
 class ClientKeyConfig(_Frozen):
-    """A key that clients present to the gateway, with a name for the ledger."""
+    """A key that clients present to the gateway, with a name for the ledger and its limits."""
 
     name: Annotated[str, Field(pattern=NAME, max_length=64)]
     key: CredentialRef
+    budget_usd: Annotated[float, Field(ge=0)] | None = None
+    """Incremental spend this key may cause per `budget_period`; absent means no limit."""
+    budget_period: Literal["day", "week", "month"] = "month"
+    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
+    """Requests this key may start in any 60 seconds; absent means no limit."""
 
 
 class ServerSettings(_Frozen):

@@ -1,99 +1,230 @@
-"""One gateway's budgets, kept in memory: settled spend per rung and open reservations.
+"""One gateway's budgets, kept in memory: settled spend and open reservations per account.
 
-Reservation is a check and an add on one event loop, so two requests can never both take
-the last of a budget. Settled spend is seeded at start from the ledger, whose rows carry
-each request's incremental cost, so a restart loses nothing that was settled. A
-reservation lives only in this process: a crash drops it with the process, and one left
-open by a lost request expires after `ttl_s`.
+An account is a paid rung's budget (`ladder.rung_budget_usd`) or a client key's
+(`client_keys[].budget_usd`). A reservation holds one attempt's worst-case cost against its
+rung and, when the request came with a budgeted key, that key too. Reservation is a check
+and an add on one event loop, so two requests can never both take the last of a budget.
+
+Settled spend is seeded from the ledger at the start of each period, so a restart loses
+nothing that was settled. Each reservation is also written to a `ReservationLog` before the
+attempt is sent; after a crash the log's open reservations are held again until they
+expire, because their upstreams may have billed them.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+import secrets
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
-from rungway.budget.period import period_bounds
+from rungway.budget.period import Period, period_bounds
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import RungSpend
 
-SpentSince = Callable[[float], Mapping[str, float]]
-"""Settled incremental cost per rung label since an instant (the ledger's sums)."""
+Grouping = Literal["rung", "key"]
+SpentSince = Callable[[float, Grouping], Mapping[str, float]]
+"""Settled incremental cost since an instant, per rung label or per client key name."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyBudget:
+    """A client key's own budget."""
+
+    name: str
+    budget_usd: float
+    period: Period
 
 
 @dataclass(slots=True)
 class Reservation:
-    """Money held against one rung's budget for one attempt."""
+    """Money held for one attempt against its rung's budget and its client key's."""
 
     id: int
     rung: Rung
+    client_key: str | None
     amount: float
-    period: float
     expires_at: float
+    rung_period: float = float("nan")
+    key_period: float = float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """Why a reservation did not fit: whose budget, how large, for which period."""
+
+    account: Literal["rung", "key"]
+    name: str
+    budget_usd: float
+    period: Period
+    resets_at: float
+
+
+class ReservationLog(Protocol):
+    """Where reservations are written down so that a crash cannot forget them."""
+
+    def opened(self, reservation: Reservation) -> None:
+        """`reservation` is about to be relied on."""
+        ...
+
+    def closed(self, reservation_id: int) -> None:
+        """The reservation was given back or has expired."""
+        ...
+
+
+class _Account:
+    __slots__ = ("budget", "end", "period", "spent", "start")
+
+    def __init__(self, budget: float | None, period: Period) -> None:
+        self.budget = budget
+        self.period = period
+        self.start = self.end = float("-inf")
+        self.spent = 0.0
 
 
 class LocalBudget:
-    """Budgets per rung for one gateway process."""
+    """Budgets per paid rung and per client key, for one gateway process."""
 
     def __init__(
-        self, settings: LadderSettings, spent_since: SpentSince, *, ttl_s: float = 3600.0
+        self,
+        settings: LadderSettings,
+        spent_since: SpentSince,
+        *,
+        keys: Iterable[KeyBudget] = (),
+        log: ReservationLog | None = None,
+        recovered: Iterable[Reservation] = (),
     ) -> None:
         self._settings = settings
         self._spent_since = spent_since
-        self._ttl = ttl_s
-        self._period = float("-inf")
-        self._period_end = float("-inf")
-        self._spent: dict[Rung, float] = {}
-        self._open: dict[int, Reservation] = {}
-        self._ids = itertools.count(1)
+        self._ttl = settings.reservation_ttl_s
+        self._log = log
+        self._rungs = {
+            rung: _Account(settings.budget_for(rung), settings.budget_period) for rung in Rung
+        }
+        self._keys = {key.name: _Account(key.budget_usd, key.period) for key in keys}
+        self._open: dict[int, Reservation] = {held.id: held for held in recovered}
+        # Ids must not repeat across restarts: the log may still hold the last run's.
+        self._ids = itertools.count(secrets.randbits(48) << 12)
 
-    def reserve(self, rung: Rung, amount: float, now: float) -> Reservation | None:
-        """Hold `amount` against `rung`'s budget, or None when it does not fit."""
-        self._roll(now)
-        budget = self._settings.budget_for(rung)
-        if budget is not None and self._committed(rung, now) + amount > budget:
-            return None
-        reservation = Reservation(next(self._ids), rung, amount, self._period, now + self._ttl)
+    def reserve(
+        self, rung: Rung, client_key: str | None, amount: float, now: float
+    ) -> Reservation | Shortfall:
+        """Hold `amount` against the rung's and the key's budgets, or say which cannot."""
+        self._expire(now)
+        account = self._rung_account(rung, now)
+        if account.budget is not None and self._committed(account, rung, None) + amount > (
+            account.budget
+        ):
+            return _shortfall("rung", rung.label, account)
+        key_account = self._key_account(client_key, now)
+        if (
+            key_account is not None
+            and key_account.budget is not None
+            and self._committed(key_account, None, client_key) + amount > key_account.budget
+        ):
+            assert client_key is not None
+            return _shortfall("key", client_key, key_account)
+        reservation = Reservation(
+            next(self._ids),
+            rung,
+            client_key,
+            amount,
+            now + self._ttl,
+            account.start,
+            key_account.start if key_account is not None else float("nan"),
+        )
+        if self._log is not None:
+            self._log.opened(reservation)
         self._open[reservation.id] = reservation
         return reservation
 
     def settle(self, reservation: Reservation, cost: float, now: float) -> None:
-        """Replace the reservation with the request's real cost."""
-        self._open.pop(reservation.id, None)
-        self._roll(now)
-        if reservation.period == self._period:
-            self._spent[reservation.rung] = self._spent.get(reservation.rung, 0.0) + cost
+        """Replace the reservation with the request's real cost.
 
-    def spend(self, rung: Rung, cost: float, now: float) -> None:
-        """Count a cost that had no reservation (a rung without a budget)."""
-        self._roll(now)
-        self._spent[rung] = self._spent.get(rung, 0.0) + cost
+        The ledger closes the logged reservation in the same write as the request's row.
+        """
+        self._open.pop(reservation.id, None)
+        account = self._rung_account(reservation.rung, now)
+        if reservation.rung_period == account.start:
+            account.spent += cost
+        key_account = self._key_account(reservation.client_key, now)
+        if key_account is not None and reservation.key_period == key_account.start:
+            key_account.spent += cost
+
+    def spend(self, rung: Rung, client_key: str | None, cost: float, now: float) -> None:
+        """Count a cost that had no reservation."""
+        self._rung_account(rung, now).spent += cost
+        key_account = self._key_account(client_key, now)
+        if key_account is not None:
+            key_account.spent += cost
 
     def release(self, reservation: Reservation) -> None:
         """Give the reservation back: the attempt cost nothing."""
-        self._open.pop(reservation.id, None)
+        if self._open.pop(reservation.id, None) is not None and self._log is not None:
+            self._log.closed(reservation.id)
 
     def rung_spend(self, now: float) -> Mapping[Rung, RungSpend]:
         """Spent and reserved per rung in the current period."""
-        self._roll(now)
-        rungs = set(self._spent) | {reservation.rung for reservation in self._open.values()}
-        return {
-            rung: RungSpend(self._spent.get(rung, 0.0), self._reserved(rung, now)) for rung in rungs
-        }
+        self._expire(now)
+        spend = {}
+        for rung in Rung:
+            account = self._rung_account(rung, now)
+            reserved = self._reserved(rung, None)
+            if account.spent or reserved:
+                spend[rung] = RungSpend(account.spent, reserved)
+        return spend
 
-    def _committed(self, rung: Rung, now: float) -> float:
-        return self._spent.get(rung, 0.0) + self._reserved(rung, now)
+    def key_spend(self, client_key: str, now: float) -> RungSpend | None:
+        """Spent and reserved by a budgeted key in its current period (None if unbudgeted)."""
+        self._expire(now)
+        account = self._key_account(client_key, now)
+        if account is None:
+            return None
+        return RungSpend(account.spent, self._reserved(None, client_key))
 
-    def _reserved(self, rung: Rung, now: float) -> float:
+    def open_reservations(self) -> int:
+        """How many reservations are open (expired ones included until the next check)."""
+        return len(self._open)
+
+    def _committed(self, account: _Account, rung: Rung | None, client_key: str | None) -> float:
+        return account.spent + self._reserved(rung, client_key)
+
+    def _reserved(self, rung: Rung | None, client_key: str | None) -> float:
+        return sum(
+            held.amount
+            for held in self._open.values()
+            if held.rung is rung or (client_key is not None and held.client_key == client_key)
+        )
+
+    def _expire(self, now: float) -> None:
         expired = [key for key, held in self._open.items() if held.expires_at <= now]
         for key in expired:
             del self._open[key]
-        return sum(held.amount for held in self._open.values() if held.rung is rung)
+            if self._log is not None:
+                self._log.closed(key)
 
-    def _roll(self, now: float) -> None:
-        if self._period <= now < self._period_end:
-            return
-        self._period, self._period_end = period_bounds(self._settings.budget_period, now)
-        by_label = self._spent_since(self._period)
-        self._spent = {rung: by_label[rung.label] for rung in Rung if rung.label in by_label}
+    def _rung_account(self, rung: Rung, now: float) -> _Account:
+        account = self._rungs[rung]
+        if not account.start <= now < account.end:
+            # Every rung shares the ladder's period: one ledger read rolls them all.
+            start, end = period_bounds(self._settings.budget_period, now)
+            by_label = self._spent_since(start, "rung")
+            for each, rolled in self._rungs.items():
+                rolled.start, rolled.end = start, end
+                rolled.spent = by_label.get(each.label, 0.0)
+        return account
+
+    def _key_account(self, client_key: str | None, now: float) -> _Account | None:
+        account = self._keys.get(client_key) if client_key is not None else None
+        if account is not None and not account.start <= now < account.end:
+            assert client_key is not None
+            account.start, account.end = period_bounds(account.period, now)
+            account.spent = self._spent_since(account.start, "key").get(client_key, 0.0)
+        return account
+
+
+def _shortfall(kind: Literal["rung", "key"], name: str, account: _Account) -> Shortfall:
+    assert account.budget is not None
+    return Shortfall(kind, name, account.budget, account.period, account.end)

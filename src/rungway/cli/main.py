@@ -9,6 +9,7 @@ from rungway.cli.demo import demo
 from rungway.cli.explain import explain
 from rungway.cli.serve import serve
 from rungway.cli.sim_upstream import sim_upstream
+from rungway.cli.spend import spend
 
 app = typer.Typer(
     name="rungway",
@@ -21,6 +22,7 @@ app.command("serve")(serve)
 app.command("demo")(demo)
 app.command("sim-upstream")(sim_upstream)
 app.command("explain")(explain)
+app.command("spend")(spend)
 app.add_typer(connections, name="connections")
 
 

@@ -11,17 +11,18 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import orjson
 
 from rungway.adapters.base import ErrorQuota, Usage
-from rungway.budget import Reservation
+from rungway.budget import Reservation, Shortfall
 from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.relay import StreamRelay
-from rungway.engine.spending import NO_COST, Refused, Spending
+from rungway.engine.spending import NO_COST, Spending
 from rungway.engine.state import Budget, QuotaObserver
 from rungway.engine.upstream import UpstreamClient, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol import anthropic_messages, openai_chat
@@ -71,10 +72,10 @@ class Engine:
         trail = _Trail(call, plan)
         for route in plan.routes:
             hold = self._spending.hold(call, route, self._clock.now())
-            if isinstance(hold, Refused):
-                # Checked on every attempt, fall-throughs included: this rung's budget
-                # cannot take the request's worst case, so it goes on up the plan.
-                trail.over_budget.append(route)
+            if isinstance(hold, Shortfall):
+                # Checked on every attempt, fall-throughs included: this rung's budget (or
+                # the key's) cannot take the request's worst case, so it goes on up the plan.
+                trail.shortfalls.append(hold)
                 continue
             trail.reservation = hold
             started = time.perf_counter()
@@ -233,12 +234,7 @@ class Engine:
     def _give_up(self, trail: _Trail) -> Refusal:
         attempts = trail.attempts
         if not attempts:
-            rungs = sorted({route.rung.label for route in trail.over_budget if route.rung})
-            message = (
-                f"the budget of the {' and '.join(rungs)} rung for this period cannot take "
-                f"this request's maximum cost; raise ladder.rung_budget_usd or lower max_tokens"
-            )
-            return Refusal(429, message, code="budget_exhausted")
+            return _over_budget(trail.shortfalls, self._clock.now())
         last = attempts[-1]
         kinds = {FailureClass(attempt.outcome) for attempt in attempts}
         if kinds <= {FailureClass.RATE_LIMITED, FailureClass.QUOTA_EXHAUSTED}:
@@ -266,12 +262,12 @@ class Engine:
         call = trail.call
         now = time.perf_counter()
         connection = route.connection if route is not None else None
+        reservation, trail.reservation = trail.reservation, None
         costs = (
-            self._spending.settle(route, trail.usage, trail.reservation, self._clock.now())
+            self._spending.settle(call, route, trail.usage, reservation, self._clock.now())
             if route is not None
             else NO_COST
         )
-        trail.reservation = None
         self._recorder.record(
             RequestRecord(
                 request_id=call.request_id,
@@ -294,7 +290,8 @@ class Engine:
                 plan=trail.plan.route_plan_json,
                 cost_usd=costs.incremental,
                 list_cost_usd=costs.list_price,
-            )
+            ),
+            settles=reservation,
         )
 
 
@@ -310,7 +307,30 @@ class _Trail:
     reached: bool = False
     retry_after_s: float | None = None
     reservation: Reservation | None = None
-    over_budget: list[Route] = field(default_factory=list)
+    shortfalls: list[Shortfall] = field(default_factory=list)
+
+
+def _over_budget(shortfalls: list[Shortfall], now: float) -> Refusal:
+    """The refusal for a request whose every paid route was over a budget."""
+    key = next((each for each in shortfalls if each.account == "key"), None)
+    if key is not None:
+        message = (
+            f"client key {key.name!r} has spent its ${key.budget_usd:g} budget for this "
+            f"{key.period} (it resets at {_utc(key.resets_at)}); raise client_keys[].budget_usd "
+            "or wait for the reset"
+        )
+        return Refusal(429, message, code="budget_exhausted", retry_after_s=key.resets_at - now)
+    rungs = sorted({each.name for each in shortfalls})
+    period = shortfalls[0].period if shortfalls else "period"
+    message = (
+        f"the budget of the {' and '.join(rungs)} rung for this {period} cannot take this "
+        "request's maximum cost; raise ladder.rung_budget_usd or lower max_tokens"
+    )
+    return Refusal(429, message, code="budget_exhausted")
+
+
+def _utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:

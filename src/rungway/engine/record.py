@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rungway.adapters.base import Usage
+from rungway.budget.local import Reservation
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,6 @@ class RequestRecord:
 class Recorder(Protocol):
     """Where finished requests go: the ledger."""
 
-    def record(self, row: RequestRecord) -> None:
-        """Accept `row` without blocking the request path."""
+    def record(self, row: RequestRecord, settles: Reservation | None = None) -> None:
+        """Accept `row`, which replaces `settles`, without waiting for the disk."""
         ...

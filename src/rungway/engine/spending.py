@@ -1,11 +1,11 @@
 """What each attempt may cost and did cost: budget holds before it, costs after it.
 
 An attempt on a paid rung (cheap or premium) first holds its cost ceiling against the
-rung's budget; one that does not fit is not sent. When the request is recorded, its tokens
-are priced: the incremental cost is what it added to the bill (nothing on the
-subscription, keyless and free rungs; the upstream's own figure where it reports one), and
-the list cost is what the same tokens cost metered. The hold is then settled to the
-incremental cost, or released if the attempt failed.
+rung's budget and the client key's; one that does not fit is not sent. When the request is
+recorded, its tokens are priced: the incremental cost is what it added to the bill (nothing
+on the subscription, keyless and free rungs; the upstream's own figure where it reports
+one), and the list cost is what the same tokens cost metered. The hold is then settled to
+the incremental cost, or released if the attempt failed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from rungway.adapters.base import Usage
-from rungway.budget import Reservation, cost_ceiling
+from rungway.budget import Reservation, Shortfall, cost_ceiling
 from rungway.engine.call import Call
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
@@ -22,13 +22,6 @@ from rungway.pricing import TokenCounts, rates_for
 from rungway.routing.rungs import Rung
 
 PAID_RUNGS: Final = frozenset({Rung.CHEAP, Rung.PREMIUM})
-
-
-class Refused:
-    """The hold did not fit the rung's budget."""
-
-
-REFUSED: Final = Refused()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +41,7 @@ class Spending:
     def __init__(self, budget: Budget) -> None:
         self._budget = budget
 
-    def hold(self, call: Call, route: Route, now: float) -> Reservation | Refused | None:
+    def hold(self, call: Call, route: Route, now: float) -> Reservation | Shortfall | None:
         """A hold for an attempt on a paid rung; None when the rung needs none."""
         if route.rung not in PAID_RUNGS:
             return None
@@ -56,8 +49,7 @@ class Spending:
         ceiling = cost_ceiling(
             route.connection.provider, route.target.model, call.body, len(call.raw_body)
         )
-        reservation = self._budget.reserve(route.rung, ceiling, now)
-        return REFUSED if reservation is None else reservation
+        return self._budget.reserve(route.rung, call.client_key, ceiling, now)
 
     def release(self, reservation: Reservation | None) -> None:
         """The attempt failed: it cost nothing."""
@@ -65,14 +57,19 @@ class Spending:
             self._budget.release(reservation)
 
     def settle(
-        self, route: Route, usage: Usage, reservation: Reservation | None, now: float
+        self,
+        call: Call,
+        route: Route,
+        usage: Usage,
+        reservation: Reservation | None,
+        now: float,
     ) -> Costs:
         """Price the request's tokens and settle its hold to the incremental cost."""
         costs = price(route, usage)
         if reservation is not None:
             self._budget.settle(reservation, costs.incremental, now)
         elif costs.incremental and route.rung is not None:
-            self._budget.spend(route.rung, costs.incremental, now)
+            self._budget.spend(route.rung, call.client_key, costs.incremental, now)
         return costs
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from rungway.budget.local import Reservation
+from rungway.budget.local import Reservation, Shortfall
 from rungway.protocol.failures import Failure
 from rungway.routing.rungs import Rung
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, RungSpend
@@ -25,17 +25,19 @@ class StateSource(Protocol):
 
 
 class Budget(Protocol):
-    """Where paid rungs' budgets are kept: reserved before an attempt, settled after it."""
+    """Where paid attempts' money is held: reserved before an attempt, settled after it."""
 
-    def reserve(self, rung: Rung, amount: float, now: float) -> Reservation | None:
-        """Hold `amount` against the rung's budget, or None when it does not fit."""
+    def reserve(
+        self, rung: Rung, client_key: str | None, amount: float, now: float
+    ) -> Reservation | Shortfall:
+        """Hold `amount` against the rung's and the key's budgets, or say which cannot."""
         ...
 
     def settle(self, reservation: Reservation, cost: float, now: float) -> None:
         """Replace a reservation with the real cost."""
         ...
 
-    def spend(self, rung: Rung, cost: float, now: float) -> None:
+    def spend(self, rung: Rung, client_key: str | None, cost: float, now: float) -> None:
         """Count a cost that had no reservation."""
         ...
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from rungway.budget.local import Grouping, Reservation
 from rungway.engine.record import RequestRecord
+from rungway.ledger.report import Dimension, SpendReport, spend_report_of
 
 
 class MemoryLedger:
@@ -14,19 +16,26 @@ class MemoryLedger:
         self.rows: list[RequestRecord] = []
         self._lock = threading.Lock()
 
-    def record(self, row: RequestRecord) -> None:
+    def record(self, row: RequestRecord, settles: Reservation | None = None) -> None:
         """Append `row`."""
         with self._lock:
             self.rows.append(row)
 
-    def spent_since(self, since: float) -> dict[str, float]:
-        """Incremental cost per rung of the rows started at or after `since`."""
+    def spent_since(self, since: float, by: Grouping = "rung") -> dict[str, float]:
+        """Incremental cost per rung (or per client key) of the rows since `since`."""
         totals: dict[str, float] = {}
         with self._lock:
             for row in self.rows:
-                if row.rung is not None and row.started_at >= since:
-                    totals[row.rung] = totals.get(row.rung, 0.0) + row.cost_usd
+                name = row.rung if by == "rung" else row.client_key
+                if name is not None and row.started_at >= since:
+                    totals[name] = totals.get(name, 0.0) + row.cost_usd
         return totals
+
+    def spend_report(self, since: float, until: float, by: Dimension) -> SpendReport:
+        """Requests, tokens and costs from `since` to `until`, grouped by `by`."""
+        with self._lock:
+            rows = list(self.rows)
+        return spend_report_of(rows, since=since, until=until, by=by)
 
     def flush(self) -> None:
         """Nothing is queued: rows are visible at once."""

@@ -17,7 +17,10 @@ from typing import Any
 
 import orjson
 
+from rungway.budget.local import Grouping, Reservation
 from rungway.engine.record import RequestRecord
+from rungway.ledger.journal import MoneyJournal, forget_settled, journal_path
+from rungway.ledger.report import Dimension, SpendReport, spend_report
 
 SCHEMA_VERSION = 3
 _SCHEMA = """
@@ -86,25 +89,47 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 class SqliteLedger:
-    """Records requests to SQLite from a background thread."""
+    """Records requests to SQLite from a background thread, money first to its journal.
+
+    It is also the budget's `ReservationLog`: reservations go to the journal at once.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db = connect(path)
+        self.journal = MoneyJournal(self._db, journal_path(path))
         self._queue: queue.Queue[object] = queue.Queue()
         self._thread = threading.Thread(target=self._write_forever, name="ledger", daemon=True)
         self._thread.start()
 
-    def record(self, row: RequestRecord) -> None:
-        """Queue `row` for writing; never blocks."""
+    def record(self, row: RequestRecord, settles: Reservation | None = None) -> None:
+        """Queue `row` for writing; a row that settles a reservation or costs money is
+        first committed to the journal, in the same write that strikes out the reservation."""
         # The tuple is built here, on the caller's thread, so that the writer thread runs
         # little Python and holds the interpreter lock as briefly as possible.
-        self._queue.put_nowait(_row(row))
+        values = _row(row)
+        journaled = settles is not None or row.cost_usd > 0
+        if journaled:
+            self.journal.settled(settles.id if settles is not None else None, values)
+        self._queue.put_nowait((values, journaled))
 
-    def spent_since(self, since: float) -> dict[str, float]:
-        """Incremental cost per rung of the requests started at or after `since`."""
+    def opened(self, reservation: Reservation) -> None:
+        """Write a reservation down before its attempt is sent."""
+        self.journal.opened(reservation)
+
+    def closed(self, reservation_id: int) -> None:
+        """Strike out a reservation that was given back or has expired."""
+        self.journal.closed(reservation_id)
+
+    def spent_since(self, since: float, by: Grouping = "rung") -> dict[str, float]:
+        """Incremental cost per rung (or per client key) of the requests since `since`."""
         self.flush()
-        return spent_since(self.path, since)
+        return spent_since(self.path, since, by)
+
+    def spend_report(self, since: float, until: float, by: Dimension) -> SpendReport:
+        """Requests, tokens and costs from `since` to `until`, grouped by `by`."""
+        self.flush()
+        return spend_report(self.path, since=since, until=until, by=by)
 
     def flush(self) -> None:
         """Wait until every queued row is committed."""
@@ -115,6 +140,7 @@ class SqliteLedger:
         self._queue.put(_STOP)
         self._thread.join()
         self._db.close()
+        self.journal.close()
 
     def _write_forever(self) -> None:
         while True:
@@ -128,12 +154,17 @@ class SqliteLedger:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            rows = [item for item in batch if isinstance(item, tuple)]
+            queued = [item for item in batch if isinstance(item, tuple)]
+            rows = [values for values, _ in queued]
             try:
                 if rows:
                     with self._db:
                         self._db.execute("BEGIN")
                         self._db.executemany(_INSERT, rows)
+                    # Committed: the journal's copies of these rows are no longer needed.
+                    journaled = [values[0] for values, kept in queued if kept]
+                    if journaled:
+                        forget_settled(self._db, journaled)
             except sqlite3.Error:
                 # A full disk or a locked file must not stop the writer: later rows may fit.
                 log.exception("ledger: could not write %d rows to %s", len(rows), self.path)
@@ -197,15 +228,16 @@ def read_rows(path: Path, limit: int = 100) -> list[dict[str, Any]]:
     return [_decoded(row) for row in rows]
 
 
-def spent_since(path: Path, since: float) -> dict[str, float]:
-    """Incremental cost per rung of the requests started at or after `since`."""
+def spent_since(path: Path, since: float, by: Grouping = "rung") -> dict[str, float]:
+    """Incremental cost per rung (or per client key) of the requests since `since`."""
     if not path.exists():
         return {}
+    column = {"rung": "rung", "key": "client_key"}[by]
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         rows = db.execute(
-            "SELECT rung, SUM(cost_usd) FROM requests "
-            "WHERE started_at >= ? AND rung IS NOT NULL GROUP BY rung",
+            f"SELECT {column}, SUM(cost_usd) FROM requests "
+            f"WHERE started_at >= ? AND {column} IS NOT NULL GROUP BY {column}",
             (since,),
         ).fetchall()
     finally:

@@ -26,6 +26,9 @@ class LadderSettings(BaseModel):
     rung_budget_usd: dict[RungName, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
     """Spend allowed per budget period; 0 disables a rung outright, absent means no limit."""
     budget_period: Literal["day", "week", "month"] = "month"
+    reservation_ttl_s: Annotated[float, Field(gt=0)] = 3600.0
+    """How long a paid attempt's reservation may stay open; longer than the longest request.
+    One left behind by a crash holds its money until then."""
 
     @model_validator(mode="after")
     def _reentry_not_below_exit(self) -> LadderSettings:

@@ -1,4 +1,4 @@
-"""The admin API under `/admin/`: the ladder's live state, and the operator's actions.
+"""The admin API under `/admin/`: the ladder's live state, spend, and the operator's actions.
 
 It answers only an admin key (`admin.key` in the config), or, with no key configured, only
 clients on this machine's loopback. Every answer is JSON; an error is
@@ -7,27 +7,35 @@ clients on this machine's loopback. Every answer is JSON; an error is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 from pydantic import SecretStr
 
 from rungway.clock import Clock
-from rungway.config import is_loopback
+from rungway.config import ClientKeyConfig, is_loopback
 from rungway.engine.state import StateSource
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import UsagePoller
+from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, Roster, RosterConnection
 from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
 from rungway.server.auth import ClientKeys
+from rungway.server.spend import (
+    BadSpendQuery,
+    RungSpendOf,
+    SpendBook,
+    SpendSource,
+    parse_spend_query,
+)
 
 PREFIX = "/admin/"
 _JSON = [("content-type", "application/json"), ("cache-control", "no-store")]
 
 
 class AdminApi:
-    """Read the connections' state; clear a connection's cooldown; read its quota now."""
+    """Read the connections' state and the spend; clear a cooldown; read a quota now."""
 
     def __init__(
         self,
@@ -38,6 +46,10 @@ class AdminApi:
         poller: UsagePoller | None,
         clock: Clock,
         key: SecretStr | None,
+        ledger: SpendSource,
+        ladder: LadderSettings,
+        client_keys: Iterable[ClientKeyConfig],
+        rung_spend: RungSpendOf,
     ) -> None:
         self._roster = roster
         self._state = state
@@ -49,6 +61,9 @@ class AdminApi:
             "refresh-quota": self._refresh_quota,
         }
         self._key = ClientKeys({"admin": key} if key is not None else {})
+        self._spend = SpendBook(
+            ledger=ledger, ladder=ladder, client_keys=client_keys, rung_spend=rung_spend
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one request whose path starts with `/admin/`."""
@@ -62,6 +77,9 @@ class AdminApi:
                 await _error(send, 405, "method_not_allowed", "use GET /admin/connections")
                 return
             await _reply(send, 200, {"connections": self._connections()})
+            return
+        if parts == ["spend"]:
+            await self._spend_report(send, method, scope.get("query_string", b""))
             return
         if len(parts) == 3 and parts[0] == "connections" and parts[2] in self._actions:
             if method != "POST":
@@ -96,6 +114,17 @@ class AdminApi:
             _connection(connection, states.get(connection.id, ConnectionState()), now)
             for connection in self._roster.connections.values()
         ]
+
+    async def _spend_report(self, send: Send, method: str, query_string: bytes) -> None:
+        if method != "GET":
+            await _error(send, 405, "method_not_allowed", "use GET /admin/spend")
+            return
+        try:
+            by, period = parse_spend_query(query_string)
+        except BadSpendQuery as error:
+            await _error(send, 400, "invalid_request", str(error))
+            return
+        await _reply(send, 200, await self._spend.body(by, period, self._clock.now()))
 
     async def _clear_cooldown(self, send: Send, connection_id: str) -> None:
         if self._board is None:

@@ -1,0 +1,136 @@
+"""`rungway spend`: what a running gateway's requests cost and saved, through its admin API."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rungway.budget.period import Period
+from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
+from rungway.ledger.report import Dimension
+
+out = Console()
+_COUNTS = ("requests", "input_tokens", "output_tokens", "reasoning_tokens")
+_MONEY = ("cost_usd", "list_cost_usd", "savings_usd")
+_HEADERS = ("requests", "input tok", "output tok", "reasoning tok", "cost", "list price", "saved")
+_THIS = {"day": "today", "week": "this week", "month": "this month"}
+
+
+def spend(
+    *,
+    by: Annotated[
+        Dimension, typer.Option("--by", help="Group by rung, connection, client key or model.")
+    ] = "rung",
+    period: Annotated[
+        Period, typer.Option("--period", help="This UTC day, week (from Monday) or month.")
+    ] = "month",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the admin endpoint's JSON as it is.")
+    ] = False,
+    config: ConfigOption = None,
+    url: UrlOption = None,
+    admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
+) -> None:
+    """Show requests, tokens, incremental and list-price cost, savings and budgets used."""
+    payload = admin_call("GET", f"/admin/spend?by={by}&period={period}", config, url, admin_key_env)
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    out.print(_spend_table(payload))
+    unpriced = payload["total"]["unpriced_requests"]
+    if unpriced:
+        out.print(
+            f"{unpriced} requests had no list price: they count in cost, "
+            "not in list price or savings",
+            highlight=False,
+        )
+    budgets = payload["budgets"]
+    if budgets["rungs"]:
+        out.print(_rung_budget_table(budgets))
+    if any(key["budget_usd"] is not None for key in payload["keys"]):
+        out.print(_key_budget_table(payload["keys"]))
+
+
+def _spend_table(payload: dict[str, Any]) -> Table:
+    title = f"spend by {payload['by']}, {_THIS[payload['period']]} ({_span(payload)})"
+    table = Table(title=title, title_justify="left", min_width=len(title))
+    table.add_column(payload["by"])
+    for header in _HEADERS:
+        table.add_column(header, justify="right")
+    rows = payload["rows"]
+    for index, row in enumerate(rows):
+        table.add_row(*_cells(row), end_section=index == len(rows) - 1)
+    table.add_row(*_cells(payload["total"]), style="bold")
+    return table
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    return [
+        row["group"],
+        *(f"{row[name]:,}" for name in _COUNTS),
+        *(money(row[name]) for name in _MONEY),
+    ]
+
+
+def _rung_budget_table(budgets: dict[str, Any]) -> Table:
+    title = f"rung budgets, {_THIS[budgets['period']]} ({_span(budgets)})"
+    table = Table(title=title, title_justify="left", min_width=len(title))
+    table.add_column("rung")
+    for header in ("budget", "spent", "held", "used"):
+        table.add_column(header, justify="right")
+    for entry in budgets["rungs"]:
+        table.add_row(
+            entry["rung"],
+            money(entry["budget_usd"]),
+            money(entry["spent_usd"]),
+            money(entry["reserved_usd"]),
+            _used(entry["used_percent"]),
+        )
+    return table
+
+
+def _key_budget_table(keys: list[dict[str, Any]]) -> Table:
+    table = Table(title="client key budgets", title_justify="left")
+    table.add_column("key")
+    table.add_column("period")
+    for header in ("requests", "budget", "spent", "used"):
+        table.add_column(header, justify="right")
+    for entry in keys:
+        budget = entry["budget_usd"]
+        table.add_row(
+            entry["key"],
+            f"{entry['period']} ({_span(entry)})",
+            f"{entry['requests']:,}",
+            "-" if budget is None else money(budget),
+            money(entry["cost_usd"]),
+            "-" if budget is None else _used(entry["used_percent"]),
+        )
+    return table
+
+
+def money(value: float) -> str:
+    """US dollars to the micro-dollar, without trailing zeros past the cents: $0.001234."""
+    digits = f"{abs(value):,.6f}".rstrip("0")
+    whole, _, fraction = digits.partition(".")
+    sign = "-" if value < 0 and digits.strip("0.,") else ""
+    return f"{sign}${whole}.{fraction.ljust(2, '0')}"
+
+
+def _used(percent: float | None) -> str:
+    # The endpoint gives no share of a budget of 0: that rung or key is switched off.
+    if percent is None:
+        return "disabled"
+    # Micro-dollar spend against a budget of dollars must not read as nothing at all.
+    return f"{percent:.2g}%" if 0 < percent < 1 else f"{percent:.1f}%"
+
+
+def _span(part: dict[str, Any]) -> str:
+    first = dt.datetime.fromtimestamp(part["since"], dt.UTC).date()
+    # `until` is the next period's first instant; the last day shown is the one before it.
+    last = dt.datetime.fromtimestamp(part["until"] - 1, dt.UTC).date()
+    return f"{first} UTC" if first == last else f"{first} to {last} UTC"

@@ -1,0 +1,129 @@
+"""The money journal: what a crash must not forget, written before the request goes on.
+
+The ledger writes its rows in batches, off the request path, so the last few are still in
+memory at any instant. For the rows that carry money that is not good enough, so a small
+SQLite file beside the ledger (`<ledger>.journal`) keeps, committed at once:
+
+- every open reservation, written before its attempt is sent, since the upstream may bill
+  it whatever happens to this process;
+- every settled row with a reservation or a cost, written before the client sees the end
+  of its response, and deleted again once the ledger's batch holding it is committed.
+
+At start-up the settled rows a crash left behind are copied into the ledger, and the open
+reservations are handed to the budget, which holds them until they expire. Only the event
+loop's thread writes this file, apart from the ledger writer's deletions, so writers
+rarely meet.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from rungway.budget.local import Reservation
+from rungway.routing.rungs import Rung
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reservations (
+    id INTEGER PRIMARY KEY,
+    rung TEXT NOT NULL,
+    client_key TEXT,
+    amount REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
+"""
+_RUNGS = {rung.label: rung for rung in Rung}
+
+
+def journal_path(ledger: Path) -> Path:
+    """Where the journal of the ledger at `ledger` lives."""
+    return ledger.with_name(ledger.name + ".journal")
+
+
+class MoneyJournal:
+    """Open reservations and not-yet-batched settled rows of one ledger, committed at once."""
+
+    def __init__(self, ledger: sqlite3.Connection, path: Path) -> None:
+        """Open the journal at `path`, replaying into `ledger` what the last run left."""
+        self.path = path
+        self._recover(ledger)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        columns = len(ledger.execute("PRAGMA table_info(requests)").fetchall())
+        self._insert_settled = f"INSERT INTO settled VALUES ({', '.join('?' * columns)})"
+
+    def opened(self, reservation: Reservation) -> None:
+        """Write down a reservation before its attempt is sent."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO reservations VALUES (?, ?, ?, ?, ?)",
+            (
+                reservation.id,
+                reservation.rung.label,
+                reservation.client_key,
+                reservation.amount,
+                reservation.expires_at,
+            ),
+        )
+
+    def closed(self, reservation_id: int) -> None:
+        """Strike out a reservation that was given back or has expired."""
+        self._db.execute("DELETE FROM reservations WHERE id = ?", (reservation_id,))
+
+    def settled(self, reservation_id: int | None, row: tuple[Any, ...]) -> None:
+        """Replace a reservation with its request's ledger row, in one commit."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            if reservation_id is not None:
+                db.execute("DELETE FROM reservations WHERE id = ?", (reservation_id,))
+            db.execute(self._insert_settled, row)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def open_reservations(self) -> list[Reservation]:
+        """The reservations written down and not yet struck out (the last run's, at start)."""
+        rows = self._db.execute(
+            "SELECT id, rung, client_key, amount, expires_at FROM reservations"
+        ).fetchall()
+        return [
+            Reservation(id, _RUNGS[rung], client_key, amount, expires_at)
+            for id, rung, client_key, amount, expires_at in rows
+            if rung in _RUNGS
+        ]
+
+    def close(self) -> None:
+        """Close the journal's connection."""
+        self._db.close()
+
+    def _recover(self, ledger: sqlite3.Connection) -> None:
+        # The settled table mirrors the ledger's columns as they are now: rows left by the
+        # last run are copied by name, then the table is made again from today's schema.
+        # The journal stays attached to the ledger's connection, whose writer deletes the
+        # rows it has committed.
+        ledger.execute("ATTACH DATABASE ? AS journal", (str(self.path),))
+        ledger.execute("PRAGMA journal.journal_mode=WAL")
+        ledger.executescript(_SCHEMA.replace("EXISTS ", "EXISTS journal."))
+        left = {row[1] for row in ledger.execute("PRAGMA journal.table_info(settled)")}
+        if left:
+            now = [row[1] for row in ledger.execute("PRAGMA main.table_info(requests)")]
+            names = ", ".join(name for name in now if name in left)
+            with ledger:
+                ledger.execute("BEGIN")
+                ledger.execute(
+                    f"INSERT OR IGNORE INTO main.requests ({names}) "
+                    f"SELECT {names} FROM journal.settled"
+                )
+                ledger.execute("DROP TABLE journal.settled")
+        ledger.execute("CREATE TABLE journal.settled AS SELECT * FROM main.requests WHERE 0")
+
+
+def forget_settled(ledger: sqlite3.Connection, request_ids: list[str]) -> None:
+    """Delete settled rows the ledger has committed (on the ledger writer's thread)."""
+    ledger.executemany(
+        "DELETE FROM journal.settled WHERE request_id = ?", [(id,) for id in request_ids]
+    )

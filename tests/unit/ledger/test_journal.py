@@ -1,0 +1,109 @@
+"""The money journal: a process killed outright loses no settled row and no reservation."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from rungway.budget import Reservation
+from rungway.engine.record import RequestRecord
+from rungway.ledger.journal import journal_path
+from rungway.ledger.sqlite import SqliteLedger, read_rows
+from rungway.routing.rungs import Rung
+
+NOW = 1_796_000_000.0
+
+# Settles three paid requests and opens a fourth reservation, then dies by SIGKILL before
+# the ledger's writer (which gathers rows for 50 ms) can commit anything.
+_CRASHING_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from rungway.budget import LocalBudget
+from rungway.engine.record import RequestRecord
+from rungway.ledger.sqlite import SqliteLedger
+from rungway.routing.rungs import Rung
+from rungway.routing.settings import LadderSettings
+
+def row(request_id, rung, cost):
+    return RequestRecord(
+        request_id, {now}, None, "openai_chat", "m", "m", "openai", "c", "m", "ok", 200,
+        False, 1.0, None, rung=rung, cost_usd=cost,
+    )
+
+ledger = SqliteLedger(Path(sys.argv[1]))
+budget = LocalBudget(LadderSettings(), ledger.spent_since, log=ledger)
+for n in range(3):
+    held = budget.reserve(Rung.CHEAP, None, 0.5, {now})
+    budget.settle(held, 0.01, {now})
+    ledger.record(row(f"paid-{{n}}", "cheap", 0.01), settles=held)
+ledger.record(row("free-0", "keyless", 0.0))
+budget.reserve(Rung.CHEAP, "alice", 0.25, {now})
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_process_leaves_its_paid_rows_and_open_reservations(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CRASHING_CHILD.format(now=NOW)), str(path)],
+        check=False,
+        capture_output=True,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    killed = sqlite3.connect(path)
+    assert killed.execute("SELECT COUNT(*) FROM requests").fetchone() == (0,)
+    killed.close()
+
+    ledger = SqliteLedger(path)
+    try:
+        rows = {row["request_id"]: row for row in read_rows(path)}
+        assert set(rows) == {"paid-0", "paid-1", "paid-2"}
+        assert all(row["cost_usd"] == 0.01 for row in rows.values())
+        assert ledger.spent_since(NOW - 1) == {"cheap": 0.03}
+        [orphan] = ledger.journal.open_reservations()
+        assert (orphan.rung, orphan.client_key, orphan.amount) == (Rung.CHEAP, "alice", 0.25)
+    finally:
+        ledger.close()
+
+
+def test_committed_rows_leave_the_journal(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    ledger = SqliteLedger(path)
+    held = Reservation(1, Rung.PREMIUM, None, 1.0, expires_at=NOW + 60)
+    ledger.opened(held)
+    ledger.record(
+        RequestRecord(
+            request_id="paid",
+            started_at=NOW,
+            client_key=None,
+            api="anthropic_messages",
+            requested_model="claude-sonnet-4-5",
+            resolved_model="claude-sonnet-4-5",
+            provider="anthropic",
+            connection_id="anthropic",
+            upstream_model="claude-sonnet-4-5",
+            outcome="ok",
+            status=200,
+            stream=True,
+            latency_ms=1.0,
+            ttfb_ms=None,
+            rung="premium",
+            cost_usd=0.2,
+        ),
+        settles=held,
+    )
+    ledger.flush()
+    journal = sqlite3.connect(journal_path(path))
+    try:
+        assert journal.execute("SELECT COUNT(*) FROM settled").fetchone() == (0,)
+        assert journal.execute("SELECT COUNT(*) FROM reservations").fetchone() == (0,)
+    finally:
+        journal.close()
+        ledger.close()
+    assert [row["request_id"] for row in read_rows(path)] == ["paid"]
+    assert os.path.exists(journal_path(path))
