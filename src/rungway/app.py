@@ -35,6 +35,7 @@ from rungway.routing.snapshot import Roster, RosterConnection, ServedModel
 from rungway.server.admin import AdminApi
 from rungway.server.app import GatewayApp
 from rungway.server.auth import ClientKeys
+from rungway.server.rate import RequestRate
 
 
 def default_ledger_path() -> Path:
@@ -149,6 +150,14 @@ def build_gateway(
         planner=planner,
         engine=engine,
         keys=keys,
+        rate=RequestRate(
+            {
+                key.name: key.requests_per_minute
+                for key in settings.client_keys
+                if key.requests_per_minute is not None
+            },
+            clock,
+        ),
         admin=AdminApi(
             roster=roster,
             state=state,

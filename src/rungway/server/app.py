@@ -34,6 +34,7 @@ from rungway.server.asgi import (
 )
 from rungway.server.auth import ClientKeys
 from rungway.server.ids import RequestIds
+from rungway.server.rate import RequestRate
 
 log = logging.getLogger("rungway.server")
 
@@ -55,6 +56,7 @@ class GatewayApp:
         planner: Planner,
         engine: Engine,
         keys: ClientKeys,
+        rate: RequestRate,
         admin: AdminApi,
         max_body_bytes: int,
         on_startup: Lifecycle,
@@ -63,6 +65,7 @@ class GatewayApp:
         self._planner = planner
         self._engine = engine
         self._keys = keys
+        self._rate = rate
         self._admin = admin
         self._max_body = max_body_bytes
         self._on_startup = on_startup
@@ -181,6 +184,17 @@ class GatewayApp:
         )
         if problem is not None:
             await _refuse(send, api, request_id, Refusal(400, problem, "invalid_request"))
+            return None
+        # Only well-formed model requests count against a key's rate; token counts do not.
+        wait = None if count else self._rate.admit(client_key)
+        if wait is not None:
+            message = (
+                f"client key {client_key!r} is over its limit of "
+                f"{self._rate.limit(client_key or '')} requests per minute; "
+                f"retry in {max(1, round(wait))} s"
+            )
+            refusal = Refusal(429, message, "rate_limit_exceeded", retry_after_s=wait)
+            await _refuse(send, api, request_id, refusal)
             return None
         query = scope.get("query_string", b"").decode("latin-1")
         return Call(
