@@ -14,7 +14,11 @@ client in this process stands in (`--load aiohttp`). Direct runs are measured be
 after each gateway run and averaged, so drift in the machine's load does not land on the
 gateway. Everything is on 127.0.0.1 and every case is bounded in requests and seconds.
 
-    python bench/overhead.py [--quick] [--load wrk|aiohttp] [--json-out FILE]
+With `--budgets`, the gateway serves priced models on the cheap rung under rung and
+client-key budgets, so every request reserves its ceiling (written to the journal before
+it is sent) and settles it; without, the models have no price and nothing is held.
+
+    python bench/overhead.py [--quick] [--budgets] [--load wrk|aiohttp] [--json-out FILE]
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import yaml
 
 HERE = Path(__file__).parent
 LEVELS = (1, 16, 64)
+BENCH_CLIENT_KEY = "rk-bench-client"
 
 
 @dataclass(frozen=True)
@@ -62,11 +67,13 @@ class Api:
     token: str
     headers: dict[str, str]
     upstream_prefix: str
+    priced: tuple[str, str]
+    """A provider and model with a list price, for runs with budgets: the cheap rung."""
 
-    def body(self, stream: bool) -> bytes:
+    def body(self, stream: bool, budgets: bool) -> bytes:
         """A small, realistic request body."""
         payload: dict[str, Any] = {
-            "model": self.model,
+            "model": self.priced[1] if budgets else self.model,
             "messages": [{"role": "user", "content": "Say hello in five words, please."}],
             "max_tokens": 64,
             "stream": stream,
@@ -85,6 +92,7 @@ APIS = (
         "sk-bench-openai",
         {},
         "/v1",
+        ("openai", "gpt-4.1-mini"),
     ),
     Api(
         "anthropic-messages",
@@ -96,6 +104,7 @@ APIS = (
         "sk-ant-bench",
         {"anthropic-version": "2023-06-01"},
         "",
+        ("anthropic", "claude-haiku-4-5"),
     ),
 )
 
@@ -173,26 +182,34 @@ def _processes() -> Iterator[list[subprocess.Popen[bytes]]]:
                 process.kill()
 
 
-def _gateway_config(folder: Path, upstreams: dict[str, str], port: int) -> Path:
+def _gateway_config(folder: Path, upstreams: dict[str, str], port: int, budgets: bool) -> Path:
     connections = []
     for api in APIS:
         secret = folder / f"{api.name}.secret"
         secret.write_text(api.token)
+        provider, model = api.priced if budgets else (api.provider, api.model)
         connections.append(
             {
                 "id": api.name,
-                "provider": api.provider,
+                "provider": provider,
                 "auth": api.auth,
                 "credential": {"file": str(secret)},
                 "base_url": upstreams[api.name] + api.upstream_prefix,
-                "models": [api.model],
+                "models": [model],
             }
         )
-    config = {
+    config: dict[str, Any] = {
         "server": {"host": "127.0.0.1", "port": port},
         "ledger": {"path": str(folder / "ledger.sqlite3")},
         "connections": connections,
     }
+    if budgets:
+        # Budgets too large to run out, so every request holds, settles and is journaled.
+        (folder / "client.secret").write_text(BENCH_CLIENT_KEY)
+        config["ladder"] = {"rung_budget_usd": {"cheap": 1e6, "premium": 1e6}}
+        config["client_keys"] = [
+            {"name": "bench", "key": {"file": str(folder / "client.secret")}, "budget_usd": 1e6}
+        ]
     path = folder / "rungway.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -322,7 +339,7 @@ def _cold_start(config: Path, port: int, tries: int) -> float:
     return statistics.median(times)
 
 
-def run(quick: bool, load_tool: str) -> dict[str, Any]:
+def run(quick: bool, load_tool: str, budgets: bool) -> dict[str, Any]:
     """Run every case and return the results."""
     totals = {1: 1500, 16: 6000, 64: 6000} if not quick else {1: 400, 16: 1500, 64: 1500}
     max_s = 8.0 if not quick else 3.0
@@ -345,7 +362,7 @@ def run(quick: bool, load_tool: str) -> dict[str, Any]:
             upstreams[api.name] = f"http://127.0.0.1:{port}"
             _wait_http(f"{upstreams[api.name]}/_sim/state", process)
         gateway_port = _free_port()
-        config = _gateway_config(folder, upstreams, gateway_port)
+        config = _gateway_config(folder, upstreams, gateway_port, budgets)
         gateway = _spawn(["serve", "--config", str(config)])
         running.append(gateway)
         gateway_url = f"http://127.0.0.1:{gateway_port}"
@@ -366,7 +383,9 @@ def run(quick: bool, load_tool: str) -> dict[str, Any]:
                             ),
                         }
                         gateway_headers = {"content-type": "application/json", **api.headers}
-                        body = api.body(stream)
+                        if budgets:
+                            gateway_headers["x-api-key"] = BENCH_CLIENT_KEY
+                        body = api.body(stream, budgets)
                         load = Load(stream, level, totals[level], max_s)
                         direct_url = upstreams[api.name] + api.path
 
@@ -389,6 +408,7 @@ def run(quick: bool, load_tool: str) -> dict[str, Any]:
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "executable": sys.executable,
         "load": load_tool,
+        "budgets": budgets,
         "rows": [
             {**asdict(row), "added_p50_us": row.added_p50_us, "added_p99_us": row.added_p99_us}
             for row in rows
@@ -421,15 +441,23 @@ def main() -> None:
         default="wrk" if shutil.which("wrk") else "aiohttp",
         help="load generator (default: wrk when installed)",
     )
+    parser.add_argument(
+        "--budgets",
+        action="store_true",
+        help="priced models on the cheap rung, with rung and client-key budgets",
+    )
     args = parser.parse_args()
     uvloop.install()
-    print(f"python: {sys.executable} ({platform.python_version()}); load: {args.load}")
+    print(
+        f"python: {sys.executable} ({platform.python_version()}); load: {args.load}; "
+        f"budgets: {'on' if args.budgets else 'off'}"
+    )
     print(
         "| api | mode | concurrency | direct p50 / p99 µs | gateway p50 / p99 µs "
         "| added p50 / p99 µs | direct rps | gateway rps |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    results = run(args.quick, args.load)
+    results = run(args.quick, args.load, args.budgets)
     print(
         f"\ngateway RSS idle {results['idle_rss_mb']:.1f} MB, "
         f"loaded {results['loaded_rss_mb']:.1f} MB; cold start {results['cold_start_s']:.2f} s"

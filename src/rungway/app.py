@@ -135,7 +135,7 @@ def build_gateway(
     async def startup() -> None:
         await client.start()
         # Read this period's settled spend from the ledger now, not on the first request.
-        budget.rung_spend(clock.now())
+        budget.prime(clock.now())
         if poller is not None and settings.quota.poll_interval_s > 0:
             background.append(asyncio.get_running_loop().create_task(poller.run()))
         settle_heap()

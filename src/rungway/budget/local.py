@@ -110,15 +110,21 @@ class LocalBudget:
 
     def reserve(
         self, rung: Rung, client_key: str | None, amount: float, now: float
-    ) -> Reservation | Shortfall:
-        """Hold `amount` against the rung's and the key's budgets, or say which cannot."""
-        self._expire(now)
+    ) -> Reservation | Shortfall | None:
+        """Hold `amount` against the rung's and the key's budgets, or say which cannot.
+
+        None when neither has a budget: there is nothing to hold against, and the cost is
+        counted when it is known (`spend`).
+        """
         account = self._rung_account(rung, now)
+        key_account = self._key_account(client_key, now)
+        if account.budget is None and (key_account is None or key_account.budget is None):
+            return None
+        self._expire(now)
         if account.budget is not None and self._committed(account, rung, None) + amount > (
             account.budget
         ):
             return _shortfall("rung", rung.label, account)
-        key_account = self._key_account(client_key, now)
         if (
             key_account is not None
             and key_account.budget is not None
@@ -184,9 +190,14 @@ class LocalBudget:
             return None
         return RungSpend(account.spent, self._reserved(None, client_key))
 
-    def open_reservations(self) -> int:
-        """How many reservations are open (expired ones included until the next check)."""
-        return len(self._open)
+    def prime(self, now: float) -> None:
+        """Read every account's settled spend for its current period now, not on first use,
+        and drop the reservations a crash left that have expired since."""
+        self._expire(now)
+        for rung in Rung:
+            self._rung_account(rung, now)
+        for name in self._keys:
+            self._key_account(name, now)
 
     def _committed(self, account: _Account, rung: Rung | None, client_key: str | None) -> float:
         return account.spent + self._reserved(rung, client_key)

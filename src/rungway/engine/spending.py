@@ -42,7 +42,7 @@ class Spending:
         self._budget = budget
 
     def hold(self, call: Call, route: Route, now: float) -> Reservation | Shortfall | None:
-        """A hold for an attempt on a paid rung; None when the rung needs none."""
+        """A hold for an attempt on a paid rung; None when no budget needs one."""
         if route.rung not in PAID_RUNGS:
             return None
         assert route.rung is not None

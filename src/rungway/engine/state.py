@@ -29,8 +29,9 @@ class Budget(Protocol):
 
     def reserve(
         self, rung: Rung, client_key: str | None, amount: float, now: float
-    ) -> Reservation | Shortfall:
-        """Hold `amount` against the rung's and the key's budgets, or say which cannot."""
+    ) -> Reservation | Shortfall | None:
+        """Hold `amount` against the rung's and the key's budgets, or say which cannot;
+        None when neither has a budget."""
         ...
 
     def settle(self, reservation: Reservation, cost: float, now: float) -> None:

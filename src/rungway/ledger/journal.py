@@ -10,14 +10,19 @@ SQLite file beside the ledger (`<ledger>.journal`) keeps, committed at once:
   of its response, and deleted again once the ledger's batch holding it is committed.
 
 At start-up the settled rows a crash left behind are copied into the ledger, and the open
-reservations are handed to the budget, which holds them until they expire. Only the event
-loop's thread writes this file, apart from the ledger writer's deletions, so writers
-rarely meet.
+reservations are handed to the budget, which holds them until they expire.
+
+Only the event loop's thread writes this file (the ledger writer hands over the ids it has
+committed, and the next settle deletes them), so no write ever waits for a lock. Commits
+are not synced to the disk: a killed process loses nothing the operating system already
+holds, and a power cut could lose the last moments, as it could of the ledger itself.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +55,9 @@ class MoneyJournal:
         self._recover(ledger)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute("PRAGMA busy_timeout=5000")
+        self._committed: deque[str] = deque()
         columns = len(ledger.execute("PRAGMA table_info(requests)").fetchall())
         self._insert_settled = f"INSERT INTO settled VALUES ({', '.join('?' * columns)})"
 
@@ -77,6 +83,7 @@ class MoneyJournal:
         db = self._db
         db.execute("BEGIN")
         try:
+            self._forget_committed()
             if reservation_id is not None:
                 db.execute("DELETE FROM reservations WHERE id = ?", (reservation_id,))
             db.execute(self._insert_settled, row)
@@ -84,6 +91,12 @@ class MoneyJournal:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+
+    def committed(self, request_ids: Iterable[str]) -> None:
+        """The ledger has committed these rows; their copies go with the next settle.
+
+        Called from the ledger writer's thread: it only queues the ids."""
+        self._committed.extend(request_ids)
 
     def open_reservations(self) -> list[Reservation]:
         """The reservations written down and not yet struck out (the last run's, at start)."""
@@ -97,33 +110,34 @@ class MoneyJournal:
         ]
 
     def close(self) -> None:
-        """Close the journal's connection."""
+        """Delete the copies of committed rows and close the journal's connection."""
+        self._forget_committed()
         self._db.close()
+
+    def _forget_committed(self) -> None:
+        committed = self._committed
+        if committed:
+            ids = [(committed.popleft(),) for _ in range(len(committed))]
+            self._db.executemany("DELETE FROM settled WHERE request_id = ?", ids)
 
     def _recover(self, ledger: sqlite3.Connection) -> None:
         # The settled table mirrors the ledger's columns as they are now: rows left by the
         # last run are copied by name, then the table is made again from today's schema.
-        # The journal stays attached to the ledger's connection, whose writer deletes the
-        # rows it has committed.
         ledger.execute("ATTACH DATABASE ? AS journal", (str(self.path),))
-        ledger.execute("PRAGMA journal.journal_mode=WAL")
-        ledger.executescript(_SCHEMA.replace("EXISTS ", "EXISTS journal."))
-        left = {row[1] for row in ledger.execute("PRAGMA journal.table_info(settled)")}
-        if left:
-            now = [row[1] for row in ledger.execute("PRAGMA main.table_info(requests)")]
-            names = ", ".join(name for name in now if name in left)
-            with ledger:
-                ledger.execute("BEGIN")
-                ledger.execute(
-                    f"INSERT OR IGNORE INTO main.requests ({names}) "
-                    f"SELECT {names} FROM journal.settled"
-                )
-                ledger.execute("DROP TABLE journal.settled")
-        ledger.execute("CREATE TABLE journal.settled AS SELECT * FROM main.requests WHERE 0")
-
-
-def forget_settled(ledger: sqlite3.Connection, request_ids: list[str]) -> None:
-    """Delete settled rows the ledger has committed (on the ledger writer's thread)."""
-    ledger.executemany(
-        "DELETE FROM journal.settled WHERE request_id = ?", [(id,) for id in request_ids]
-    )
+        try:
+            ledger.execute("PRAGMA journal.journal_mode=WAL")
+            ledger.executescript(_SCHEMA.replace("EXISTS ", "EXISTS journal."))
+            left = {row[1] for row in ledger.execute("PRAGMA journal.table_info(settled)")}
+            if left:
+                now = [row[1] for row in ledger.execute("PRAGMA main.table_info(requests)")]
+                names = ", ".join(name for name in now if name in left)
+                with ledger:
+                    ledger.execute("BEGIN")
+                    ledger.execute(
+                        f"INSERT OR IGNORE INTO main.requests ({names}) "
+                        f"SELECT {names} FROM journal.settled"
+                    )
+                    ledger.execute("DROP TABLE journal.settled")
+            ledger.execute("CREATE TABLE journal.settled AS SELECT * FROM main.requests WHERE 0")
+        finally:
+            ledger.execute("DETACH DATABASE journal")

@@ -19,7 +19,7 @@ import orjson
 
 from rungway.budget.local import Grouping, Reservation
 from rungway.engine.record import RequestRecord
-from rungway.ledger.journal import MoneyJournal, forget_settled, journal_path
+from rungway.ledger.journal import MoneyJournal, journal_path
 from rungway.ledger.report import Dimension, SpendReport, spend_report
 
 SCHEMA_VERSION = 3
@@ -162,9 +162,7 @@ class SqliteLedger:
                         self._db.execute("BEGIN")
                         self._db.executemany(_INSERT, rows)
                     # Committed: the journal's copies of these rows are no longer needed.
-                    journaled = [values[0] for values, kept in queued if kept]
-                    if journaled:
-                        forget_settled(self._db, journaled)
+                    self.journal.committed(values[0] for values, kept in queued if kept)
             except sqlite3.Error:
                 # A full disk or a locked file must not stop the writer: later rows may fit.
                 log.exception("ledger: could not write %d rows to %s", len(rows), self.path)

@@ -36,7 +36,9 @@ def row(request_id, rung, cost):
     )
 
 ledger = SqliteLedger(Path(sys.argv[1]))
-budget = LocalBudget(LadderSettings(), ledger.spent_since, log=ledger)
+budget = LocalBudget(
+    LadderSettings(rung_budget_usd=dict(cheap=10)), ledger.spent_since, log=ledger
+)
 for n in range(3):
     held = budget.reserve(Rung.CHEAP, None, 0.5, {now})
     budget.settle(held, 0.01, {now})
@@ -98,12 +100,13 @@ def test_committed_rows_leave_the_journal(tmp_path: Path) -> None:
         settles=held,
     )
     ledger.flush()
+    # The copy goes with the next settle, or when the ledger closes.
+    ledger.close()
     journal = sqlite3.connect(journal_path(path))
     try:
         assert journal.execute("SELECT COUNT(*) FROM settled").fetchone() == (0,)
         assert journal.execute("SELECT COUNT(*) FROM reservations").fetchone() == (0,)
     finally:
         journal.close()
-        ledger.close()
     assert [row["request_id"] for row in read_rows(path)] == ["paid"]
     assert os.path.exists(journal_path(path))
