@@ -9,4 +9,5 @@ class Api(StrEnum):
     """An HTTP API family: what a client calls, or what an upstream serves."""
 
     OPENAI_CHAT = "openai_chat"
+    OPENAI_RESPONSES = "openai_responses"
     ANTHROPIC_MESSAGES = "anthropic_messages"

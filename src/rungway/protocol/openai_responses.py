@@ -1,0 +1,272 @@
+"""OpenAI Responses: request checks, error bodies and stream events.
+
+A Responses stream is a sequence of `event: <type>` frames whose data repeats the type and
+carries a `sequence_number`; it has no `[DONE]` and ends with `response.completed`,
+`response.incomplete` or `response.failed`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from rungway.protocol import openai_chat
+from rungway.protocol.failures import FailureClass
+
+UNSEQUENCED = 2**31 - 1
+"""The `sequence_number` of a failure event written without the stream's counter.
+
+Such an event may follow any number of events the gateway relayed, so it takes a number
+above any real stream's: clients that check order see it last, and those that resume
+`starting_after` a number still receive it.
+"""
+
+UNKNOWN_RESPONSE_ID = "resp_gateway_error"
+"""The response id of a failure event written without knowing the stream's response."""
+
+_RATE_LIMITED = "rate_limit_exceeded"
+_SERVER_ERROR = "server_error"
+_INVALID_PROMPT = "invalid_prompt"
+
+# `response.error.code` is a closed set in the published schema: a gateway failure maps to
+# the nearest member, and the failure class itself goes in the free-form `type`.
+_ERROR_CODES = {
+    FailureClass.RATE_LIMITED: _RATE_LIMITED,
+    FailureClass.QUOTA_EXHAUSTED: _RATE_LIMITED,
+    FailureClass.BAD_REQUEST: _INVALID_PROMPT,
+}
+
+_CONTENT_ITEMS = frozenset({"message", "function_call", "custom_tool_call"})
+"""Output items whose `response.output_item.added` already shows the client an answer."""
+
+_CONTENT_EVENTS = frozenset(
+    {
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+        "response.incomplete",
+    }
+)
+
+
+def check_request(body: dict[str, Any]) -> str | None:
+    """Return what is wrong with a Responses request's shape, or None when it can be routed."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return "`model` is required and must be a non-empty string"
+    items = body.get("input")
+    if not isinstance(items, str | list):
+        return "`input` is required and must be a string or an array of input items"
+    if isinstance(items, list) and not all(isinstance(item, dict) for item in items):
+        return "every item of `input` must be an object"
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        return "`stream` must be a boolean"
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        return "`instructions` must be a string"
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        return "`tools` must be an array"
+    return None
+
+
+def error_body(status: int, message: str, code: str | None = None) -> bytes:
+    """An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
+
+    The Responses API answers errors exactly as Chat Completions does.
+    """
+    return openai_chat.error_body(status, message, code)
+
+
+def response_error(message: str, kind: FailureClass | None) -> dict[str, Any]:
+    """The `error` object of a failed response for a gateway failure of class `kind`."""
+    code = _ERROR_CODES.get(kind, _SERVER_ERROR) if kind is not None else _SERVER_ERROR
+    return {
+        "code": code,
+        "message": message,
+        "param": None,
+        "type": kind.value if kind is not None else _SERVER_ERROR,
+    }
+
+
+def stream_error_event(message: str, kind: FailureClass | None = None) -> bytes:
+    """A `response.failed` frame, as a Responses stream reports an error after its 200.
+
+    `response.failed` rather than the top-level `error` event: coding agents read the
+    failed response's `error.code` to decide whether to retry and how, and ignore `error`.
+    Without the stream's own counter and response, the frame is numbered `UNSEQUENCED` and
+    names `UNKNOWN_RESPONSE_ID`.
+    """
+    error = response_error(message, kind)
+    response = response_object(UNKNOWN_RESPONSE_ID, "", 0, "failed", [], error=error)
+    payload = {
+        "type": "response.failed",
+        "sequence_number": UNSEQUENCED,
+        "response": response,
+    }
+    return b"event: response.failed\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+def response_object(
+    response_id: str,
+    model: str,
+    created_at: float,
+    status: str,
+    output: list[dict[str, Any]],
+    *,
+    usage: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+    incomplete_reason: str | None = None,
+    echo: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A `response` object; `echo` holds the request's settings a response repeats.
+
+    Without `echo` the settings take their defaults: no tools, `auto` tool choice.
+    """
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "model": model,
+        "output": output,
+        "usage": usage,
+        "error": error,
+        "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "top_p": None,
+        "max_output_tokens": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "text": {"format": {"type": "text"}},
+        "store": False,
+    } | (echo or {})
+
+
+def function_tool(name: str, description: str | None, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A function tool in the Responses form: flat, not nested under `function`."""
+    # Responses tools are strict unless told otherwise, and a strict schema must close
+    # every object and require every property: schemas written for other APIs rarely do.
+    return {
+        "type": "function",
+        "name": name,
+        "description": description,
+        "parameters": parameters,
+        "strict": False,
+    }
+
+
+def tool_choice(choice: str) -> str | dict[str, Any]:
+    """`auto`, `none` and `required` as they are; any other value names the one tool."""
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "name": choice}
+
+
+def message_item(item_id: str, texts: list[str], status: str = "completed") -> dict[str, Any]:
+    """An assistant `message` output item with one `output_text` part per text."""
+    return {
+        "id": item_id,
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []} for text in texts],
+    }
+
+
+def function_call_item(
+    item_id: str, call_id: str, name: str, arguments: str, status: str = "completed"
+) -> dict[str, Any]:
+    """A `function_call` output item."""
+    return {
+        "id": item_id,
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def reasoning_item(
+    item_id: str, summary: str, encrypted_content: str | None, status: str = "completed"
+) -> dict[str, Any]:
+    """A `reasoning` output item: its summary text and, when there is one, opaque content."""
+    item: dict[str, Any] = {
+        "id": item_id,
+        "type": "reasoning",
+        "status": status,
+        "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+    }
+    if encrypted_content:
+        item["encrypted_content"] = encrypted_content
+    return item
+
+
+def usage_object(
+    *, input_tokens: int, cached: int, cache_writes: int, output_tokens: int, reasoning: int
+) -> dict[str, Any]:
+    """A response's `usage`: `input_tokens` includes the cached and cache-written tokens."""
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": cache_writes},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+def responses_id(upstream_id: str) -> str:
+    """A Responses id (`resp_...`) for an upstream's reply id."""
+    if upstream_id.startswith("resp_"):
+        return upstream_id
+    return f"resp_{upstream_id or 'gateway'}"
+
+
+def _parts(value: object) -> list[dict[str, Any]]:
+    return [part for part in value if isinstance(part, dict)] if isinstance(value, list) else []
+
+
+def reasoning_text(item: dict[str, Any]) -> str:
+    """A reasoning item's readable text: its summaries, else its raw reasoning text."""
+    for key in ("summary", "content"):
+        texts = [str(part.get("text") or "") for part in _parts(item.get(key))]
+        if any(texts):
+            return "\n\n".join(text for text in texts if text)
+    return ""
+
+
+def message_text(item: dict[str, Any]) -> str:
+    """A message item's text: its `output_text` and `refusal` parts, joined."""
+    parts = _parts(item.get("content"))
+    return "".join(str(part.get("text") or part.get("refusal") or "") for part in parts)
+
+
+def is_content_event(data: bytes) -> bool:
+    """True when a stream event shows the client part of an answer, or ends the stream.
+
+    Events before the first content event (`response.created`, `response.in_progress`,
+    `codex.rate_limits`, an empty reasoning item) are the preamble a gateway may hold back
+    while it can still fall through to another connection. Failures are not content.
+    """
+    try:
+        event = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return True
+    if not isinstance(event, dict):
+        return True
+    kind = event.get("type")
+    if not isinstance(kind, str):
+        return False
+    if kind in _CONTENT_EVENTS:
+        return True
+    if kind == "response.output_item.added":
+        item = event.get("item")
+        return isinstance(item, dict) and item.get("type") in _CONTENT_ITEMS
+    return kind.startswith("response.") and kind.endswith(".delta")

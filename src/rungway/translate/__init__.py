@@ -1,0 +1,1 @@
+"""Translation between wire APIs, through the canonical form in `canonical.py`."""
