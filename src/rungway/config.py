@@ -32,12 +32,14 @@ from rungway.routing.settings import LadderSettings
 Provider = Literal[
     "anthropic",
     "anthropic-compatible",
+    "codex",
     "copilot",
     "deepseek",
     "groq",
     "ollama",
     "openai",
     "openai-compatible",
+    "openai-responses",
     "openrouter",
 ]
 """Providers with an adapter in this release; `adapters/registry.py` maps each to its API."""

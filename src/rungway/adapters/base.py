@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from rungway.config import Auth
 from rungway.protocol.api import Api
-from rungway.protocol.failures import Failure
+from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
@@ -184,3 +184,27 @@ class ErrorQuota(Protocol):
     ) -> tuple[QuotaWindow, ...]:
         """The windows a failed response shows exhausted, with their resets."""
         ...
+
+
+@runtime_checkable
+class StreamOnly(Protocol):
+    """An adapter whose upstream always streams: a client that asked for no stream gets the
+    stream assembled into one reply."""
+
+    def assemble_stream(self, body: bytes) -> dict[str, Any] | Failure:
+        """The complete reply a whole stream adds up to, or the failure it ended in."""
+        ...
+
+
+def whole_reply(adapter: object, body: bytes) -> dict[str, Any] | Failure:
+    """An upstream's complete reply as a JSON object, or why it is not one."""
+    if isinstance(adapter, StreamOnly):
+        # The upstream streamed although the client asked for one reply.
+        return adapter.assemble_stream(body)
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return Failure(FailureClass.SERVER, "the upstream sent a body that is not JSON")
+    if not isinstance(parsed, dict):
+        return Failure(FailureClass.SERVER, "the upstream sent JSON that is not an object")
+    return parsed

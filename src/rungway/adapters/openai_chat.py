@@ -3,8 +3,7 @@
 Quirks handled here:
 - A streaming request gets `stream_options.include_usage` so the stream reports its tokens;
   when the client did not ask for that chunk, it is dropped again on the way back.
-- `insufficient_quota` (and `credit_balance_exhausted`) come as HTTP 429 but are billing
-  failures, not rate limits: classify on `type` as well as `code`.
+- Error bodies are OpenAI's, classified in `openai_errors` (shared with the Responses API).
 """
 
 from __future__ import annotations
@@ -15,14 +14,8 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import (
-    Connection,
-    EventKind,
-    UpstreamRequest,
-    Usage,
-    retry_after_seconds,
-    with_model,
-)
+from rungway.adapters.base import Connection, EventKind, UpstreamRequest, Usage, with_model
+from rungway.adapters.openai_errors import BILLING_CODES, classify_openai_failure
 from rungway.protocol import openai_chat
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
@@ -30,11 +23,9 @@ from rungway.protocol.sse import SseEvent
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
 
-_FORWARDED_CLIENT_HEADERS = ("user-agent", "openai-beta", "x-stainless-")
-_TRY_AGAIN = re.compile(r"(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)")
+FORWARDED_CLIENT_HEADERS = ("user-agent", "openai-beta", "x-stainless-")
+"""Client headers passed upstream as sent: the SDK's identity and beta opt-ins."""
 _USAGE = re.compile(rb'"usage"\s*:\s*\{')
-_BILLING_CODES = frozenset({"insufficient_quota", "credit_balance_exhausted", "billing_not_active"})
-_CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 
 
 class OpenAIChatAdapter:
@@ -67,7 +58,7 @@ class OpenAIChatAdapter:
         )
         return UpstreamRequest(
             url=f"{connection.base_url}/chat/completions",
-            headers=_headers(connection, client_headers),
+            headers=openai_headers(connection, client_headers),
             body=payload,
             strip_usage_chunk=strip_usage,
         )
@@ -86,32 +77,7 @@ class OpenAIChatAdapter:
 
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
         """Map an OpenAI-shaped error response to a failure class."""
-        error = _error_object(body)
-        message = str(error.get("message") or f"HTTP {status}")
-        code = str(error.get("code") or "")
-        kind = str(error.get("type") or "")
-        retry_after = retry_after_seconds(headers)
-
-        def failure(cls: FailureClass, wait: float | None = None) -> Failure:
-            return Failure(cls, message, status=status, retry_after_s=wait, body=body)
-
-        if code in _BILLING_CODES or kind in _BILLING_CODES or status == 402:
-            return failure(FailureClass.BILLING)
-        if status == 429:
-            return failure(FailureClass.RATE_LIMITED, retry_after or _wait_in_message(message))
-        if code in _CONTEXT_CODES:
-            return failure(FailureClass.CONTEXT_TOO_LONG)
-        if status in (401, 403):
-            return failure(FailureClass.AUTH)
-        if status == 404:
-            return failure(FailureClass.MODEL_UNAVAILABLE)
-        if status == 408:
-            return failure(FailureClass.TIMEOUT)
-        if status in (503, 529):
-            return failure(FailureClass.OVERLOADED, retry_after)
-        if status >= 500:
-            return failure(FailureClass.SERVER, retry_after)
-        return failure(FailureClass.BAD_REQUEST)
+        return classify_openai_failure(status, headers, body)
 
     def read_usage(self, response: dict[str, Any]) -> Usage:
         """Usage of a `chat.completion`; cached prompt tokens are split out of the input."""
@@ -165,31 +131,18 @@ class OpenAIChatWatcher:
         return EventKind.CONTENT
 
 
-def _headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
+def openai_headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
+    """The upstream headers of an OpenAI API request: the forwarded client headers, JSON,
+    and the connection's key as a bearer token."""
     headers = {
         name: value
         for name, value in client_headers.items()
-        if name.startswith(_FORWARDED_CLIENT_HEADERS)
+        if name.startswith(FORWARDED_CLIENT_HEADERS)
     }
     headers["content-type"] = "application/json"
     if connection.secret is not None:
         headers["authorization"] = f"Bearer {connection.secret.get_secret_value()}"
     return headers
-
-
-def _error_object(body: bytes) -> dict[str, Any]:
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return {}
-    if isinstance(parsed, list) and parsed:
-        parsed = parsed[0]
-    error = parsed.get("error") if isinstance(parsed, dict) else None
-    if isinstance(error, dict):
-        return error
-    if isinstance(error, str):
-        return {"message": error}
-    return {}
 
 
 def _stream_failure(data: bytes) -> Failure | None:
@@ -202,21 +155,13 @@ def _stream_failure(data: bytes) -> Failure | None:
         return None
     message = str(error.get("message") or "upstream error inside the stream")
     code = str(error.get("code") or error.get("type") or "")
-    if code in _BILLING_CODES:
+    if code in BILLING_CODES:
         return Failure(FailureClass.BILLING, message)
     if "rate_limit" in code:
         return Failure(FailureClass.RATE_LIMITED, message)
     if "overloaded" in code or code in {"server_is_overloaded", "slow_down"}:
         return Failure(FailureClass.OVERLOADED, message)
     return Failure(FailureClass.SERVER, message)
-
-
-def _wait_in_message(message: str) -> float | None:
-    match = _TRY_AGAIN.search(message)
-    if match is None:
-        return None
-    value = float(match.group(1))
-    return value / 1000 if match.group(2) == "ms" else value
 
 
 def _usage(raw: object) -> Usage:

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Adapter
+from rungway.adapters.codex import CodexAdapter
 from rungway.adapters.copilot import CopilotAdapter
 from rungway.adapters.openai_chat import OpenAIChatAdapter
+from rungway.adapters.openai_responses import OpenAIResponsesAdapter
 from rungway.adapters.openrouter import OpenRouterAdapter
 
 
@@ -28,8 +30,10 @@ _ANTHROPIC = AnthropicMessagesAdapter()
 PROVIDERS: dict[str, ProviderEntry] = {
     "anthropic": ProviderEntry(_ANTHROPIC, "https://api.anthropic.com"),
     "anthropic-compatible": ProviderEntry(_ANTHROPIC, None),
+    "codex": ProviderEntry(CodexAdapter(), "https://chatgpt.com/backend-api/codex"),
     "openai": ProviderEntry(_OPENAI, "https://api.openai.com/v1"),
     "openai-compatible": ProviderEntry(_OPENAI, None),
+    "openai-responses": ProviderEntry(OpenAIResponsesAdapter(), "https://api.openai.com/v1"),
     "copilot": ProviderEntry(CopilotAdapter(), "https://api.githubcopilot.com"),
     "deepseek": ProviderEntry(_OPENAI, "https://api.deepseek.com/v1"),
     "groq": ProviderEntry(_OPENAI, "https://api.groq.com/openai/v1"),

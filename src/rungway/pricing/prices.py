@@ -30,6 +30,7 @@ PRICE_SOURCE: Final = "genai-prices"
 _PRICE_PROVIDER: Final[Mapping[str, str]] = {
     "anthropic": "anthropic",
     "openai": "openai",
+    "openai-responses": "openai",
     "codex": "openai",  # the ChatGPT backend serves OpenAI's models at OpenAI's list prices
     "deepseek": "deepseek",
     "gemini": "google",

@@ -2,7 +2,8 @@
 
 Routes: `POST /v1/messages` (also `?beta=true`), `POST /v1/messages/count_tokens`,
 `GET /v1/models`, `GET /v1/models/{id}`. Wire shapes follow docs/provider-signals.md
-A1 (error bodies), A2.2-A2.4 (plan OAuth), B3 (messages and streaming) and B5 (models).
+A1 (error bodies), A2.2-A2.4 (plan OAuth), B3 (messages and streaming, including
+`tool_use` blocks streamed as `input_json_delta`) and B5 (models).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from starlette.types import Receive, Scope, Send
 
 from rungway.protocol.anthropic_messages import ERROR_TYPES
 from rungway.protocol.sse import encode_event
-from rungway.sim.completion import Completion, estimate_input_tokens
+from rungway.sim.completion import Completion, anthropic_tool_turn, estimate_input_tokens
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
 from rungway.sim.quota import Admission, Header, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
-from rungway.sim.serving import GenerationRequest, GenerationService
+from rungway.sim.serving import GenerationRequest, GenerationService, ReplyLog
 from rungway.sim.tally import Tally
 
 OAUTH_BETA = "oauth-2025-04-20"
@@ -100,6 +101,21 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 def _prompt(body: dict[str, Any]) -> dict[str, Any]:
     return {key: body[key] for key in ("system", "messages", "tools") if key in body}
+
+
+def _stop_reason(completion: Completion) -> str:
+    if completion.tool_call is not None:
+        return "tool_use"
+    return "max_tokens" if completion.truncated else "end_turn"
+
+
+def _block(completion: Completion) -> dict[str, Any]:
+    """The reply's one content block: its text, or its tool call (B3)."""
+    call = completion.tool_call
+    if call is None:
+        return {"type": "text", "text": completion.text}
+    tool_id = "toolu_01" + secrets.token_hex(11)
+    return {"type": "tool_use", "id": tool_id, "name": call.name, "input": call.input}
 
 
 class AnthropicDialect:
@@ -187,6 +203,7 @@ class AnthropicDialect:
             input_tokens=input_tokens,
             body=body,
             request_id=new_request_id(),
+            tools=anthropic_tool_turn(body),
         )
 
     def http_error(self, fault: HttpErrorFault, request_id: str) -> Reply:
@@ -223,8 +240,8 @@ class AnthropicDialect:
             "type": "message",
             "role": "assistant",
             "model": request.model,
-            "content": [{"type": "text", "text": completion.text}],
-            "stop_reason": "max_tokens" if completion.truncated else "end_turn",
+            "content": [_block(completion)],
+            "stop_reason": _stop_reason(completion),
             "stop_sequence": None,
             "usage": _usage(completion.input_tokens, completion.output_tokens),
         }
@@ -235,7 +252,11 @@ class AnthropicDialect:
         return self._head(request.request_id)
 
     def stream_frames(self, request: GenerationRequest, completion: Completion) -> list[bytes]:
-        """message_start, content_block_start, ping, deltas, stops, message_delta, stop."""
+        """message_start, content_block_start, ping, deltas, stops, message_delta, stop.
+
+        A tool call's block opens with empty `input`, then its JSON arrives as
+        `input_json_delta` fragments, the first one empty as the real API sends it.
+        """
         start_message: dict[str, Any] = {
             "id": "msg_01" + secrets.token_hex(11),
             "type": "message",
@@ -248,25 +269,28 @@ class AnthropicDialect:
             # arrives in message_delta.
             "usage": _usage(completion.input_tokens, 1),
         }
+        block = _block(completion)
+        chunk_tokens = self._scenario.response.chunk_tokens
+        if completion.tool_call is None:
+            block["text"] = ""
+            deltas = [
+                {"type": "text_delta", "text": text} for text in completion.chunks(chunk_tokens)
+            ]
+        else:
+            block["input"] = {}
+            parts = ["", *completion.tool_call.fragments(chunk_tokens)]
+            deltas = [{"type": "input_json_delta", "partial_json": part} for part in parts]
         frames = [
             encode_event({"type": "message_start", "message": start_message}, "message_start"),
             encode_event(
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
+                {"type": "content_block_start", "index": 0, "content_block": block},
                 "content_block_start",
             ),
             encode_event({"type": "ping"}, "ping"),
         ]
-        for text in completion.chunks(self._scenario.response.chunk_tokens):
-            delta = {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": text},
-            }
-            frames.append(encode_event(delta, "content_block_delta"))
+        for delta in deltas:
+            event = {"type": "content_block_delta", "index": 0, "delta": delta}
+            frames.append(encode_event(event, "content_block_delta"))
         frames.append(
             encode_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
         )
@@ -274,17 +298,16 @@ class AnthropicDialect:
         del usage["cache_creation"], usage["service_tier"]
         message_delta = {
             "type": "message_delta",
-            "delta": {
-                "stop_reason": "max_tokens" if completion.truncated else "end_turn",
-                "stop_sequence": None,
-            },
+            "delta": {"stop_reason": _stop_reason(completion), "stop_sequence": None},
             "usage": usage,
         }
         frames.append(encode_event(message_delta, "message_delta"))
         frames.append(encode_event({"type": "message_stop"}, "message_stop"))
         return frames
 
-    def stream_error_frame(self, fault: StreamErrorFault) -> bytes:
+    def stream_error_frame(
+        self, request: GenerationRequest, fault: StreamErrorFault, sent: int
+    ) -> bytes:
         """`event: error` carrying an `overloaded_error` (or the fault's type)."""
         error = {
             "type": fault.error_type or "overloaded_error",
@@ -302,6 +325,11 @@ class AnthropicApi:
         self._dialect = AnthropicDialect(scenario)
         self._service = GenerationService(scenario, self._dialect, book, faults, tally)
         self._scenario = scenario
+
+    @property
+    def replies(self) -> ReplyLog:
+        """The replies served so far."""
+        return self._service.replies
 
     def authenticate(self, request: RecordedRequest) -> Reply | None:
         """None when the credential is accepted, else the Messages API's 401."""

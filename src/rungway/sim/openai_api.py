@@ -7,7 +7,8 @@ streaming, including the `include_usage` trailing chunk) and B5 (models).
 The same API stands in for the providers that speak it: a Codex-family scenario answers
 an exhausted plan with `usage_limit_reached` (A4.5), a Copilot seat refuses premium
 requests past its allowance with 402 (A5.3), and OpenRouter reports `usage.cost` in
-every reply and always sends the stream's usage chunk (A7).
+every reply and always sends the stream's usage chunk (A7). A tool call is rendered as
+`tool_calls` with finish reason `tool_calls`, streamed as argument fragments (B1).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 from rungway.clock import Clock
 from rungway.protocol.sse import DONE, encode_event
 from rungway.sim.codex_quota import usage_limit_reply
-from rungway.sim.completion import Completion, estimate_input_tokens
+from rungway.sim.completion import Completion, ToolCall, chat_tool_turn, estimate_input_tokens
 from rungway.sim.copilot_usage import quota_exceeded
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
@@ -37,7 +38,7 @@ from rungway.sim.openai_errors import (
 from rungway.sim.openrouter_credits import cost_of
 from rungway.sim.quota import Admission, Header, QuotaBook
 from rungway.sim.scenario import Scenario
-from rungway.sim.serving import Billing, GenerationRequest, GenerationService
+from rungway.sim.serving import Billing, GenerationRequest, GenerationService, ReplyLog
 from rungway.sim.tally import Tally
 
 # Models are listed with a fixed creation time: nothing reads it but clients parse it.
@@ -48,6 +49,26 @@ _PERIODS = {60.0: ("min", "M"), 3600.0: ("hour", "H"), 86400.0: ("day", "D")}
 
 def _prompt(body: dict[str, Any]) -> dict[str, Any]:
     return {key: body[key] for key in ("messages", "tools") if key in body}
+
+
+def new_call_id() -> str:
+    """A tool-call id in OpenAI's `call_…` form."""
+    return "call_" + secrets.token_urlsafe(18).replace("-", "a").replace("_", "b")
+
+
+def finish_reason(completion: Completion) -> str:
+    """Why the reply ended: a tool call, the output cap, or a natural stop."""
+    if completion.tool_call is not None:
+        return "tool_calls"
+    return "length" if completion.truncated else "stop"
+
+
+def _call_object(call: ToolCall, call_id: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
 
 
 class OpenAIDialect:
@@ -116,6 +137,7 @@ class OpenAIDialect:
             input_tokens=input_tokens,
             body=body,
             request_id=new_request_id(),
+            tools=chat_tool_turn(body),
         )
 
     def http_error(self, fault: HttpErrorFault, request_id: str) -> Reply:
@@ -199,6 +221,15 @@ class OpenAIDialect:
 
     def message(self, request: GenerationRequest, completion: Completion) -> Reply:
         """A complete `chat.completion` object."""
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": completion.text,
+            "refusal": None,
+            "annotations": [],
+        }
+        if completion.tool_call is not None:
+            message["content"] = None
+            message["tool_calls"] = [_call_object(completion.tool_call, new_call_id())]
         body = {
             "id": "chatcmpl-" + secrets.token_hex(14),
             "object": "chat.completion",
@@ -207,14 +238,9 @@ class OpenAIDialect:
             "choices": [
                 {
                     "index": 0,
-                    "message": {
-                        "role": "assistant",
-                        "content": completion.text,
-                        "refusal": None,
-                        "annotations": [],
-                    },
+                    "message": message,
                     "logprobs": None,
-                    "finish_reason": "length" if completion.truncated else "stop",
+                    "finish_reason": finish_reason(completion),
                 }
             ],
             "usage": self._usage(request, completion),
@@ -257,12 +283,29 @@ class OpenAIDialect:
                 data["usage"] = None
             return encode_event(data)
 
-        frames = [chunk({"role": "assistant", "content": ""}, None)]
-        frames.extend(
-            chunk({"content": text}, None)
-            for text in completion.chunks(self._scenario.response.chunk_tokens)
-        )
-        frames.append(chunk({}, "length" if completion.truncated else "stop"))
+        chunk_tokens = self._scenario.response.chunk_tokens
+        call = completion.tool_call
+        if call is None:
+            frames = [chunk({"role": "assistant", "content": ""}, None)]
+            frames.extend(
+                chunk({"content": text}, None) for text in completion.chunks(chunk_tokens)
+            )
+        else:
+            # The call opens with its id and name and empty arguments; the arguments
+            # follow in fragments under the same `index` (B1, B4.12).
+            opening = {
+                "index": 0,
+                "id": new_call_id(),
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            delta = {"role": "assistant", "content": None, "tool_calls": [opening], "refusal": None}
+            frames = [chunk(delta, None)]
+            frames.extend(
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}, None)
+                for part in call.fragments(chunk_tokens)
+            )
+        frames.append(chunk({}, finish_reason(completion)))
         if include_usage:
             # The usage chunk comes after the finish chunk, with no choices (B1).
             usage_chunk = {
@@ -279,7 +322,9 @@ class OpenAIDialect:
         frames.append(DONE)
         return frames
 
-    def stream_error_frame(self, fault: StreamErrorFault) -> bytes:
+    def stream_error_frame(
+        self, request: GenerationRequest, fault: StreamErrorFault, sent: int
+    ) -> bytes:
         """`data: {"error": {...}}` as OpenAI sends it inside a 200 stream."""
         error = {
             "message": fault.message or ERROR_DEFAULTS[500][2],
@@ -291,7 +336,13 @@ class OpenAIDialect:
 
 
 class OpenAIApi:
-    """Routes requests to the OpenAI endpoints of one simulated upstream."""
+    """Routes requests to the OpenAI endpoints of one simulated upstream.
+
+    A subclass serving another OpenAI generation API names its own dialect and paths.
+    """
+
+    dialect_class: type[OpenAIDialect] = OpenAIDialect
+    generation_paths: frozenset[str] = frozenset({"/v1/chat/completions"})
 
     def __init__(
         self,
@@ -303,11 +354,16 @@ class OpenAIApi:
         *,
         billing: Billing | None = None,
     ) -> None:
-        self._dialect = OpenAIDialect(scenario, clock)
+        self._dialect = self.dialect_class(scenario, clock)
         self._service = GenerationService(
             scenario, self._dialect, book, faults, tally, billing=billing
         )
         self._scenario = scenario
+
+    @property
+    def replies(self) -> ReplyLog:
+        """The replies served so far."""
+        return self._service.replies
 
     def authenticate(self, request: RecordedRequest) -> Reply | None:
         """None when the credential is accepted, else the API's 401."""
@@ -318,7 +374,7 @@ class OpenAIApi:
     ) -> None:
         """Answer one request."""
         path, method = request.path, request.method
-        if method == "POST" and path == "/v1/chat/completions":
+        if method == "POST" and path in self.generation_paths:
             await self._service.serve(scope, receive, send, request)
         elif method == "GET" and path == "/v1/models":
             await send_reply(send, self._list_models(request))

@@ -2,8 +2,8 @@
 
 A scenario names the wire API served, the credential accepted, the models offered, the
 quota windows and which header family reports them, the provider's usage endpoint (and
-its provider-specific settings), the shape of generated replies and the faults queued at
-start.
+its provider-specific settings), the shape of generated replies (including the tools the
+simulated model calls) and the faults queued at start.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rungway.sim.faults import Fault
 
-ApiKind = Literal["anthropic", "openai"]
+ApiKind = Literal["anthropic", "openai", "responses"]
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
 WindowUnit = Literal["tokens", "requests", "input_tokens", "output_tokens"]
 UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter"]
@@ -137,6 +137,17 @@ class ClockSpec(_Frozen):
     fake: bool = False
 
 
+class ToolCallSpec(_Frozen):
+    """A tool the simulated model calls, with the input it passes.
+
+    `input` is the tool's JSON arguments, e.g. `{command: "echo hi", description: "Say
+    hi"}` for Claude Code's `Bash` or `{command: "echo hi"}` for Codex's `shell_command`.
+    """
+
+    name: str = Field(min_length=1, max_length=128)
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
 class ResponseSpec(_Frozen):
     """How replies are generated and paced.
 
@@ -144,9 +155,15 @@ class ResponseSpec(_Frozen):
     each whitespace-separated word is one output token. Pacing uses real time: a stream
     sends its head after `first_byte_ms` and then one frame every `chunk_interval_ms`;
     a non-streamed reply arrives when its last chunk would have.
+
+    With `tool_calls` listed the model uses tools: a request that offers one of them (the
+    first listed wins) and whose last turn is not a tool result gets a call to it; a
+    request whose last turn carries a tool result gets text quoting that result's first
+    200 characters. Requests offering none of them get the usual text.
     """
 
     text: str | None = None
+    tool_calls: tuple[ToolCallSpec, ...] = ()
     output_tokens: int = Field(default=24, ge=1)
     chunk_tokens: int = Field(default=4, ge=1)
     first_byte_ms: float = Field(default=0, ge=0)
@@ -202,11 +219,11 @@ class Scenario(_Frozen):
         wants_anthropic = self.usage_endpoint == "claude"
         if self.usage_endpoint != "none" and (self.api == "anthropic") != wants_anthropic:
             # The usage endpoints share their credential check with the inference API:
-            # the Claude one with the Messages API, the others with Chat Completions.
-            needed = "anthropic" if wants_anthropic else "openai"
+            # the Claude one with the Messages API, the others with the OpenAI APIs.
+            needed = "anthropic" if wants_anthropic else "openai or responses"
             raise ValueError(f"usage_endpoint {self.usage_endpoint!r} needs api: {needed}")
-        if self.quota_headers == "codex" and self.api != "openai":
-            raise ValueError("the codex header family decorates the openai api")
+        if self.quota_headers == "codex" and self.api == "anthropic":
+            raise ValueError("the codex header family decorates the openai or responses api")
         if self.codex is not None and self.codex_settings is None:
             raise ValueError("codex settings need quota_headers or usage_endpoint codex")
         if self.copilot is not None and self.usage_endpoint != "copilot":

@@ -28,7 +28,9 @@ from rungway.sim.faults import Fault, FaultQueue
 from rungway.sim.openai_api import OpenAIApi
 from rungway.sim.openrouter_credits import CreditLedger
 from rungway.sim.quota import QuotaBook
+from rungway.sim.responses_api import ResponsesApi
 from rungway.sim.scenario import Scenario
+from rungway.sim.serving import ServedReply
 from rungway.sim.tally import Tally
 from rungway.sim.usage_endpoints import build_usage_endpoint
 
@@ -92,7 +94,8 @@ class SimUpstream:
         if scenario.api == "anthropic":
             self._api = AnthropicApi(scenario, self._book, self._faults, self.tally)
         else:
-            self._api = OpenAIApi(
+            openai_api = ResponsesApi if scenario.api == "responses" else OpenAIApi
+            self._api = openai_api(
                 scenario, clock, self._book, self._faults, self.tally, billing=self._ledger
             )
         self._usage = build_usage_endpoint(
@@ -142,6 +145,12 @@ class SimUpstream:
         with self._requests_lock:
             return list(self._requests)
 
+    @property
+    def replies(self) -> list[ServedReply]:
+        """What the simulated model answered to each admitted generation request, oldest
+        first: its text or tool call, the tool result it quoted, whether it was delivered."""
+        return self._api.replies.all()
+
     def push_fault(self, fault: Fault) -> None:
         """Queue `fault` behind any already queued."""
         self._faults.push(fault)
@@ -181,8 +190,8 @@ class SimUpstream:
         self._ledger.set_remaining(remaining)
 
     def reset(self) -> None:
-        """Empty windows, credits, tally, request log and usage-read log; restore the
-        scenario's faults.
+        """Empty windows, credits, tally, request and reply logs and usage-read log;
+        restore the scenario's faults.
 
         The clock keeps its time (a clock never moves backwards); window resets are
         placed again relative to it.
@@ -193,6 +202,7 @@ class SimUpstream:
         if self._usage is not None:
             self._usage.reset()
         self.tally.clear()
+        self._api.replies.clear()
         self._faults.clear()
         for fault in self.scenario.faults:
             self._faults.push(fault)

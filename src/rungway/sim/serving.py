@@ -1,22 +1,24 @@
 """Serving one generation request, whatever the wire API: faults, credits, quota
-admission, pacing, streaming and the tally.
+admission, pacing, streaming, the tally and the log of served replies.
 
 Each wire API supplies a `Dialect` that parses its requests and renders its replies,
 errors and stream frames; this module owns the order of events, which is the same for
-both (docs/provider-signals.md, Appendix: "mock-fidelity checklist").
+all of them (docs/provider-signals.md, Appendix: "mock-fidelity checklist").
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import threading
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.types import Receive, Scope, Send
 
-from rungway.sim.completion import Completion, plan_completion
+from rungway.sim.completion import NO_TOOLS, Completion, ToolCall, ToolTurn, plan_completion
 from rungway.sim.exchange import (
     RecordedRequest,
     Reply,
@@ -54,6 +56,52 @@ class GenerationRequest:
     input_tokens: int
     body: Mapping[str, Any]
     request_id: str
+    tools: ToolTurn = NO_TOOLS
+
+
+@dataclass(frozen=True, slots=True)
+class ServedReply:
+    """What the simulated model answered to one admitted generation request.
+
+    `tool_result` is the part of the request's tool result the reply quotes; `delivered`
+    is False when a fault cut the reply short.
+    """
+
+    model: str
+    stream: bool
+    text: str
+    tool_call: ToolCall | None
+    tool_result: str | None
+    delivered: bool
+
+
+# Like recorded requests, served replies are capped so long runs keep a bounded log.
+MAX_SERVED_REPLIES = 10_000
+
+
+class ReplyLog:
+    """The replies one upstream served, oldest first; safe to read from another thread."""
+
+    __slots__ = ("_lock", "_replies")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._replies: deque[ServedReply] = deque(maxlen=MAX_SERVED_REPLIES)
+
+    def add(self, reply: ServedReply) -> None:
+        """Append one reply."""
+        with self._lock:
+            self._replies.append(reply)
+
+    def all(self) -> list[ServedReply]:
+        """Every reply kept so far."""
+        with self._lock:
+            return list(self._replies)
+
+    def clear(self) -> None:
+        """Forget every reply."""
+        with self._lock:
+            self._replies.clear()
 
 
 class Dialect(Protocol):
@@ -83,8 +131,11 @@ class Dialect(Protocol):
         """Every SSE frame of a complete stream, terminator included, in order."""
         ...
 
-    def stream_error_frame(self, fault: StreamErrorFault) -> bytes:
-        """The in-stream error event the provider sends inside a 200 stream."""
+    def stream_error_frame(
+        self, request: GenerationRequest, fault: StreamErrorFault, sent: int
+    ) -> bytes:
+        """The in-stream error event the provider sends inside a 200 stream, after `sent`
+        frames of it."""
         ...
 
 
@@ -111,9 +162,10 @@ class GenerationService:
         "_first_byte_s",
         "_headers",
         "_interval_s",
-        "_replies",
         "_scenario",
+        "_sent",
         "_tally",
+        "replies",
     )
 
     def __init__(
@@ -135,13 +187,14 @@ class GenerationService:
         self._headers = header_writer(scenario)
         self._first_byte_s = scenario.response.first_byte_ms / 1000
         self._interval_s = scenario.response.chunk_interval_ms / 1000
-        self._replies = 0
+        self._sent = 0
+        self.replies = ReplyLog()
 
     def _cased(self) -> bool:
         # Every other response spells its rate-limit header names with capitals, because
         # real upstreams do both and clients must parse either.
-        self._replies += 1
-        return self._replies % 2 == 0
+        self._sent += 1
+        return self._sent % 2 == 0
 
     async def _send(self, send: Send, reply: Reply) -> None:
         await send_reply(send, reply, cased=self._cased())
@@ -160,7 +213,7 @@ class GenerationService:
             return
 
         completion = plan_completion(
-            self._scenario.response, request.input_tokens, request.max_tokens
+            self._scenario.response, request.input_tokens, request.max_tokens, request.tools
         )
         unpaid = None if self._billing is None else self._billing.refusal(request, completion)
         if unpaid is not None:
@@ -188,14 +241,13 @@ class GenerationService:
                 await asyncio.sleep(delay)
             reply = self._dialect.message(request, completion)
             await self._send(send, Reply(reply.status, reply.body, reply.headers, quota))
-            self._record(request, completion)
+            self._record(request, completion, delivered=True)
             return
         cut = fault if isinstance(fault, DisconnectFault | StreamErrorFault) else None
         delivered = await self._stream(
             scope, receive, send, request=request, completion=completion, quota=quota, cut=cut
         )
-        if delivered:
-            self._record(request, completion)
+        self._record(request, completion, delivered=delivered)
 
     async def _answered_by(
         self,
@@ -259,13 +311,28 @@ class GenerationService:
             await drop_connection(scope, receive)
             return False
         if isinstance(cut, StreamErrorFault):
-            await send_chunk(send, self._dialect.stream_error_frame(cut))
+            await send_chunk(send, self._dialect.stream_error_frame(request, cut, len(frames)))
             await end_stream(send)
             return False
         await end_stream(send)
         return True
 
-    def _record(self, request: GenerationRequest, completion: Completion) -> None:
+    def _record(
+        self, request: GenerationRequest, completion: Completion, *, delivered: bool
+    ) -> None:
+        self.replies.add(
+            ServedReply(
+                model=request.model,
+                stream=request.stream,
+                text=completion.text,
+                tool_call=completion.tool_call,
+                tool_result=completion.quoted_result,
+                delivered=delivered,
+            )
+        )
+        if not delivered:
+            # A reply cut short by a fault is not billed.
+            return
         self._tally.record(request.model, completion.input_tokens, completion.output_tokens)
         if self._billing is not None:
             self._billing.settle(request, completion)

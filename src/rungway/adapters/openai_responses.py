@@ -1,0 +1,202 @@
+"""The OpenAI Responses upstream family: `POST {base_url}/responses` with an API key.
+
+A Responses stream is a sequence of `event: <type>` frames with no `[DONE]`; it ends with
+`response.completed` (or `response.incomplete`), which alone carries the usage, or fails
+with `response.failed` or a top-level `error` event inside the 200 stream
+(provider-signals.md B2). Until the first delta the stream is preamble a gateway may hold
+back: `response.created`, `response.in_progress`, the Codex backend's `codex.rate_limits`
+and the empty `output_item.added` / `content_part.added` openings. Usage counts cached
+tokens inside `input_tokens`, so they are split out (B4.10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from rungway.adapters.base import Connection, EventKind, UpstreamRequest, Usage, with_model
+from rungway.adapters.openai_chat import openai_headers
+from rungway.adapters.openai_errors import classify_openai_failure, wait_in_message
+from rungway.protocol.api import Api
+from rungway.protocol.failures import Failure, FailureClass
+from rungway.protocol.sse import SseEvent, SseSplitter
+from rungway.quota import read_x_ratelimit
+from rungway.routing.snapshot import QuotaWindow
+
+TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete"})
+"""Events that end a Responses stream well, carrying the final `response` and its usage."""
+# Error codes of `response.failed` and `error` events (A3, A4.5; the first-party Codex
+# client maps the same codes); any other code is a server failure.
+_STREAM_ERROR_CODES = {
+    "usage_limit_reached": FailureClass.QUOTA_EXHAUSTED,
+    "rate_limit_exceeded": FailureClass.RATE_LIMITED,
+    "server_is_overloaded": FailureClass.OVERLOADED,
+    "slow_down": FailureClass.OVERLOADED,
+    "insufficient_quota": FailureClass.BILLING,
+    "usage_not_included": FailureClass.MODEL_UNAVAILABLE,
+    "context_length_exceeded": FailureClass.CONTEXT_TOO_LONG,
+}
+
+
+class OpenAIResponsesAdapter:
+    """The Responses API against an OpenAI-compatible base URL (which includes `/v1`)."""
+
+    api = Api.OPENAI_RESPONSES
+
+    def build_request(
+        self,
+        connection: Connection,
+        *,
+        body: dict[str, Any],
+        raw_body: bytes,
+        upstream_model: str,
+        client_headers: Mapping[str, str],
+        query: str,
+    ) -> UpstreamRequest:
+        """POST {base_url}/responses with the client's body (only the model renamed)."""
+        return UpstreamRequest(
+            url=f"{connection.base_url}/responses",
+            headers=openai_headers(connection, client_headers),
+            body=with_model(body, raw_body, upstream_model),
+        )
+
+    def count_tokens_request(
+        self,
+        connection: Connection,
+        *,
+        raw_body: bytes,
+        body: dict[str, Any],
+        upstream_model: str,
+        client_headers: Mapping[str, str],
+    ) -> UpstreamRequest | None:
+        """Token counting is not proxied for Responses upstreams."""
+        return None
+
+    def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
+        """Map an OpenAI-shaped error response to a failure class."""
+        return classify_openai_failure(status, headers, body)
+
+    def read_usage(self, response: dict[str, Any]) -> Usage:
+        """Usage of a `response` object; cached input tokens are split out of the input."""
+        return read_responses_usage(response.get("usage"))
+
+    def read_quota(
+        self, connection: Connection, *, model: str, headers: Mapping[str, str], now: float
+    ) -> tuple[QuotaWindow, ...]:
+        """The `x-ratelimit-*` windows of an API key."""
+        return read_x_ratelimit(headers, now=now)
+
+    def watch_stream(self, *, strip_usage_chunk: bool) -> OpenAIResponsesWatcher:
+        """A watcher for one Responses event stream."""
+        return OpenAIResponsesWatcher()
+
+
+class OpenAIResponsesWatcher:
+    """Tracks one Responses stream: content start, usage, the final response, failures."""
+
+    __slots__ = ("_content_seen", "failure", "finished", "response", "usage")
+
+    def __init__(self) -> None:
+        self._content_seen = False
+        self.usage = Usage()
+        self.failure: Failure | None = None
+        self.finished = False
+        self.response: dict[str, Any] | None = None
+        """The final `response` object, once a terminal event has passed."""
+
+    def see(self, event: SseEvent) -> EventKind:
+        """Classify one event by its type (the `event:` line, else the data's `type`)."""
+        kind = event.event or _event_type(event.data)
+        if kind in TERMINAL_EVENTS:
+            response = _object(_json(event.data).get("response"))
+            self.response = response
+            self.usage = read_responses_usage(response.get("usage"))
+            self.finished = True
+            return EventKind.CONTENT
+        if kind == "response.failed":
+            response = _object(_json(event.data).get("response"))
+            self.failure = stream_failure(_object(response.get("error")))
+            return EventKind.ERROR
+        if kind == "error":
+            data = _json(event.data)
+            # The error's fields sit at the top level (B2); some servers nest them.
+            self.failure = stream_failure(_object(data.get("error")) or data)
+            return EventKind.ERROR
+        if not self._content_seen:
+            if not (kind.endswith(".delta") or kind == "response.output_item.done"):
+                return EventKind.PREAMBLE
+            self._content_seen = True
+        return EventKind.CONTENT
+
+
+def stream_failure(error: Mapping[str, Any]) -> Failure:
+    """The failure an in-stream error object (`{code, message}`) describes."""
+    message = str(error.get("message") or "upstream error inside the stream")
+    code = str(error.get("code") or error.get("type") or "")
+    kind = _STREAM_ERROR_CODES.get(code, FailureClass.SERVER)
+    wait = wait_in_message(message) if kind is FailureClass.RATE_LIMITED else None
+    return Failure(kind, message, retry_after_s=wait)
+
+
+def read_responses_usage(raw: object) -> Usage:
+    """Token counts of a Responses `usage` object (B2, B4.10)."""
+    if not isinstance(raw, dict):
+        return Usage()
+    total_input = _int(raw.get("input_tokens"))
+    input_details = _object(raw.get("input_tokens_details"))
+    output_details = _object(raw.get("output_tokens_details"))
+    cached = _int(input_details.get("cached_tokens"))
+    cache_write = _int(input_details.get("cache_write_tokens"))
+    return Usage(
+        input_tokens=max(0, total_input - cached - cache_write),
+        output_tokens=_int(raw.get("output_tokens")),
+        cache_read_tokens=cached,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=_int(output_details.get("reasoning_tokens")),
+    )
+
+
+def assemble_response(body: bytes) -> dict[str, Any] | Failure:
+    """The final `response` object of a whole Responses stream, or why there is none.
+
+    For a client that asked for no stream from an upstream that only streams (the Codex
+    backend). The terminal event's `output` is used when it lists the items; otherwise
+    the output is rebuilt from the `response.output_item.done` items, which is where the
+    first-party Codex client reads them from (B2).
+    """
+    watcher = OpenAIResponsesWatcher()
+    items: dict[int, dict[str, Any]] = {}
+    for event in SseSplitter().feed(body if body.endswith(b"\n\n") else body + b"\n\n"):
+        if watcher.see(event) is EventKind.ERROR and watcher.failure is not None:
+            return watcher.failure
+        if (event.event or _event_type(event.data)) == "response.output_item.done":
+            data = _json(event.data)
+            items[_int(data.get("output_index"), len(items))] = _object(data.get("item"))
+    if watcher.response is None:
+        return Failure(FailureClass.NETWORK, "stream closed before response.completed")
+    response = dict(watcher.response)
+    if not response.get("output") and items:
+        response["output"] = [items[index] for index in sorted(items)]
+    return response
+
+
+def _event_type(data: bytes) -> str:
+    return str(_json(data).get("type") or "")
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
