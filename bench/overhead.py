@@ -18,7 +18,11 @@ With `--budgets`, the gateway serves priced models on the cheap rung under rung 
 client-key budgets, so every request reserves its ceiling (written to the journal before
 it is sent) and settles it; without, the models have no price and nothing is held.
 
-    python bench/overhead.py [--quick] [--budgets] [--load wrk|aiohttp] [--json-out FILE]
+With `--translated`, Anthropic Messages requests are also sent for the model the
+OpenAI-compatible upstream serves, so the gateway translates each one both ways.
+
+    python bench/overhead.py [--quick] [--budgets] [--translated] [--load wrk|aiohttp]
+                             [--json-out FILE]
 """
 
 from __future__ import annotations
@@ -339,7 +343,71 @@ def _cold_start(config: Path, port: int, tries: int) -> float:
     return statistics.median(times)
 
 
-def run(quick: bool, load_tool: str, budgets: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Case:
+    """One row's requests: the same body straight to an upstream and through the gateway."""
+
+    name: str
+    body: bytes
+    direct_url: str
+    direct_headers: dict[str, str]
+    gateway_url: str
+    gateway_headers: dict[str, str]
+
+
+def _measure(case: Case, load: Load, load_tool: str, folder: Path) -> Row:
+    """Direct before, through the gateway, direct after; the direct runs are averaged."""
+
+    def one(url: str, headers: dict[str, str]) -> Sample:
+        if load_tool == "wrk":
+            return _wrk(url, case.body, headers, load, folder)
+        return asyncio.run(_load(url, case.body, headers, load))
+
+    before = one(case.direct_url, case.direct_headers)
+    through = one(case.gateway_url, case.gateway_headers)
+    after = one(case.direct_url, case.direct_headers)
+    return Row(case.name, load.stream, load.concurrency, _average(before, after), through)
+
+
+def _cases(
+    upstreams: dict[str, str], gateway_url: str, stream: bool, budgets: bool, translated: bool
+) -> list[Case]:
+    cases = []
+    client_key = {"x-api-key": BENCH_CLIENT_KEY} if budgets else {}
+    for api in APIS:
+        auth = (
+            {"authorization": f"Bearer {api.token}"}
+            if api.name == "openai-chat"
+            else {"x-api-key": api.token}
+        )
+        cases.append(
+            Case(
+                api.name,
+                api.body(stream, budgets),
+                upstreams[api.name] + api.path,
+                {"content-type": "application/json", **api.headers, **auth},
+                gateway_url + api.path,
+                {"content-type": "application/json", **api.headers, **client_key},
+            )
+        )
+    if translated:
+        # An Anthropic client served by the OpenAI-compatible upstream: the gateway
+        # translates both ways. Added latency is against that upstream, direct.
+        chat, messages = APIS
+        cases.append(
+            Case(
+                "anthropic→openai-chat",
+                chat.body(stream, budgets),
+                upstreams[chat.name] + chat.path,
+                {"content-type": "application/json", "authorization": f"Bearer {chat.token}"},
+                gateway_url + messages.path,
+                {"content-type": "application/json", **messages.headers, **client_key},
+            )
+        )
+    return cases
+
+
+def run(quick: bool, load_tool: str, budgets: bool, translated: bool) -> dict[str, Any]:
     """Run every case and return the results."""
     totals = {1: 1500, 16: 6000, 64: 6000} if not quick else {1: 400, 16: 1500, 64: 1500}
     max_s = 8.0 if not quick else 3.0
@@ -370,34 +438,15 @@ def run(quick: bool, load_tool: str, budgets: bool) -> dict[str, Any]:
         time.sleep(0.5)
         idle_rss = psutil.Process(gateway.pid).memory_info().rss
         with _RssSampler(gateway.pid) as sampler:
-            for api in APIS:
-                for stream in (False, True):
+            by_name: dict[str, list[tuple[bool, Case]]] = {}
+            for stream in (False, True):
+                for case in _cases(upstreams, gateway_url, stream, budgets, translated):
+                    by_name.setdefault(case.name, []).append((stream, case))
+            for cases in by_name.values():
+                for stream, case in cases:
                     for level in LEVELS:
-                        direct_headers = {
-                            "content-type": "application/json",
-                            **api.headers,
-                            **(
-                                {"authorization": f"Bearer {api.token}"}
-                                if api.name == "openai-chat"
-                                else {"x-api-key": api.token}
-                            ),
-                        }
-                        gateway_headers = {"content-type": "application/json", **api.headers}
-                        if budgets:
-                            gateway_headers["x-api-key"] = BENCH_CLIENT_KEY
-                        body = api.body(stream, budgets)
                         load = Load(stream, level, totals[level], max_s)
-                        direct_url = upstreams[api.name] + api.path
-
-                        def measure(url: str, headers: dict[str, str]) -> Sample:
-                            if load_tool == "wrk":
-                                return _wrk(url, body, headers, load, folder)  # noqa: B023
-                            return asyncio.run(_load(url, body, headers, load))  # noqa: B023
-
-                        before = measure(direct_url, direct_headers)
-                        through = measure(gateway_url + api.path, gateway_headers)
-                        after = measure(direct_url, direct_headers)
-                        row = Row(api.name, stream, level, _average(before, after), through)
+                        row = _measure(case, load, load_tool, folder)
                         rows.append(row)
                         print(_format_row(row), flush=True)
         loaded_rss = sampler.peak
@@ -409,6 +458,7 @@ def run(quick: bool, load_tool: str, budgets: bool) -> dict[str, Any]:
         "executable": sys.executable,
         "load": load_tool,
         "budgets": budgets,
+        "translated": translated,
         "rows": [
             {**asdict(row), "added_p50_us": row.added_p50_us, "added_p99_us": row.added_p99_us}
             for row in rows
@@ -446,6 +496,11 @@ def main() -> None:
         action="store_true",
         help="priced models on the cheap rung, with rung and client-key budgets",
     )
+    parser.add_argument(
+        "--translated",
+        action="store_true",
+        help="also send Anthropic Messages requests that an OpenAI-compatible upstream serves",
+    )
     args = parser.parse_args()
     uvloop.install()
     print(
@@ -457,7 +512,7 @@ def main() -> None:
         "| added p50 / p99 µs | direct rps | gateway rps |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    results = run(args.quick, args.load, args.budgets)
+    results = run(args.quick, args.load, args.budgets, args.translated)
     print(
         f"\ngateway RSS idle {results['idle_rss_mb']:.1f} MB, "
         f"loaded {results['loaded_rss_mb']:.1f} MB; cold start {results['cold_start_s']:.2f} s"

@@ -36,6 +36,7 @@ from rungway.server.admin import AdminApi
 from rungway.server.app import GatewayApp
 from rungway.server.auth import ClientKeys
 from rungway.server.rate import RequestRate
+from rungway.translate.codecs import codec_for
 
 
 def default_ledger_path() -> Path:
@@ -127,7 +128,14 @@ def build_gateway(
         connections=connections,
         adapter_for=lambda provider: provider_entry(provider).adapter,
     )
-    engine = Engine(client=client, recorder=store, quota=observer, budget=budget, clock=clock)
+    engine = Engine(
+        client=client,
+        recorder=store,
+        quota=observer,
+        budget=budget,
+        clock=clock,
+        codec_for=codec_for,
+    )
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
     background: list[asyncio.Task[None]] = []

@@ -20,8 +20,8 @@ ADMIN_KEY = "rw-admin-integration"
 
 
 def _served_by(gateway: RunningGateway, model: str = "auto/thrifty") -> str:
-    client = anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0)
-    raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
+    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+        raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
     return raw.headers["x-rungway-connection"]
 
 
@@ -65,11 +65,11 @@ def test_an_operator_clears_a_cooldown_from_the_cli(
 ) -> None:
     gateway = start_gateway()
     sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
-    assert _served_by(gateway) == "api", "the plan's 529 falls through"
+    assert _served_by(gateway) == "cheap", "the plan's 529 falls through to the next rung"
     cooling = _connections(gateway)["plan"]
     assert cooling["cooldown_until"] is not None
     assert cooling["cooldown_reason"].startswith("overloaded")
-    assert _served_by(gateway) == "api", "the plan rests"
+    assert _served_by(gateway) == "cheap", "the plan rests"
 
     listed = _cli("list", "--url", gateway.url)
     assert listed.returncode == 0, listed.stderr

@@ -112,14 +112,24 @@ def test_unknown_model_lists_what_exists(gateway: RunningGateway) -> None:
         )
 
 
-def test_model_served_only_on_the_other_api_says_which_endpoint_to_call(
+def test_a_request_that_cannot_be_translated_says_what_is_wrong(
     gateway: RunningGateway,
 ) -> None:
-    claude = anthropic.Anthropic(base_url=gateway.url, api_key="x", max_retries=0)
-    with pytest.raises(anthropic.BadRequestError, match=r"/v1/chat/completions"):
-        claude.messages.create(
-            model=DEEPSEEK, max_tokens=5, messages=[{"role": "user", "content": "x"}]
-        )
+    # A Chat request whose tool call has no id cannot be carried to a Messages upstream.
+    broken = {
+        "model": "claude-sonnet-4-5",
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+        ],
+    }
+    response = httpx.post(f"{gateway.url}/v1/chat/completions", json=broken)
+    assert response.status_code == 400
+    assert "cannot be translated" in _openai_error(response)["message"]
+    assert gateway.rows() == []
 
 
 def test_body_over_the_limit(gateway: RunningGateway) -> None:

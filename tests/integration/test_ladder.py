@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
@@ -61,8 +62,9 @@ def test_thrifty_serves_from_the_plan_first(start_gateway: StartGateway, sims: U
     assert row["rung"] == "subscription"
     plan = row["plan"]
     assert plan["ladder"] == "thrifty"
-    assert [c["rung"] for c in plan["candidates"]] == ["subscription", "premium"]
-    assert {s["reason"] for s in plan["skipped"]} == {"api_mismatch"}
+    # Connections of either API are candidates: the engine translates between them.
+    assert [c["rung"] for c in plan["candidates"]][:2] == ["subscription", "cheap"]
+    assert plan["skipped"] == []
 
 
 def test_thrifty_escalates_within_one_request_when_the_plan_is_spent(
@@ -74,20 +76,22 @@ def test_thrifty_escalates_within_one_request_when_the_plan_is_spent(
         model="auto", max_tokens=64, messages=HELLO
     ) as stream:
         assert len("".join(stream.text_stream).split()) == 24
-        assert stream.response.headers["x-rungway-rung"] == "premium"
+        assert stream.response.headers["x-rungway-rung"] == "cheap"
     (row,) = gateway.rows()
-    assert (row["connection_id"], row["rung"]) == ("api", "premium")
+    # One rung up: the cheap OpenAI-compatible provider, through translation.
+    assert (row["connection_id"], row["rung"]) == ("cheap", "cheap")
     assert [(a["connection_id"], a["outcome"]) for a in row["attempts"]] == [
         ("plan", "quota_exhausted")
     ]
 
 
 def test_thrifty_honours_a_zero_budget(start_gateway: StartGateway, sims: Upstreams) -> None:
-    gateway = start_gateway(ladder={"rung_budget_usd": {"premium": 0}})
+    gateway = start_gateway(ladder={"rung_budget_usd": {"cheap": 0, "premium": 0}})
     sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
     with pytest.raises(anthropic.RateLimitError):
         _claude(gateway.url).messages.create(model="auto/thrifty", max_tokens=64, messages=HELLO)
-    assert sims.api.requests == [], "the premium rung has a budget of 0"
+    for sim in (sims.api, sims.cheap, sims.backup):
+        assert sim.requests == [], "the paid rungs have budgets of 0"
     (row,) = gateway.rows()
     assert any(s["reason"] == "budget_disabled" for s in row["plan"]["skipped"])
 
@@ -96,16 +100,20 @@ def test_thrifty_on_the_openai_ingress_uses_the_cheap_rung_and_its_budget(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
+    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
     raw = _openai(gateway.url).chat.completions.with_raw_response.create(
         model="auto/coding:thrifty", messages=HELLO
     )
     assert raw.headers["x-rungway-rung"] == "cheap"
     assert raw.headers["x-rungway-connection"] in {"cheap", "backup"}
+    # The plan's window stays spent; with the cheap rung closed the request goes premium.
     closed = start_gateway(ladder={"rung_budget_usd": {"cheap": 0}})
-    with pytest.raises(openai.APIStatusError, match="budget_disabled") as raised:
-        _openai(closed.url).chat.completions.create(model="auto/thrifty", messages=HELLO)
-    assert raised.value.status_code == 503
-    assert raised.value.code == "no_route"
+    raw = _openai(closed.url).chat.completions.with_raw_response.create(
+        model="auto/thrifty", messages=HELLO
+    )
+    assert raw.headers["x-rungway-rung"] == "premium"
+    row = next(row for row in closed.rows() if row["rung"] == "premium")
+    assert any(s["reason"] == "budget_disabled" for s in row["plan"]["skipped"])
 
 
 def test_subscription_without_a_verified_reading_fails_closed(
@@ -184,9 +192,16 @@ def test_subscription_never_reaches_a_metered_upstream(
     assert raised.value.body["error"]["message"]  # type: ignore[index]
     for sim in (sims.api, sims.cheap, sims.backup):
         assert sim.requests == [], f"{sim.scenario.name} was reached by auto/subscription"
-    with pytest.raises(openai.APIStatusError) as on_openai:
-        _openai(gateway.url).chat.completions.create(model="auto/subscription", messages=HELLO)
-    assert on_openai.value.code == "subscription_unavailable"
+    # The OpenAI ingress reaches the same plan through translation (unless the fault left
+    # it cooling down), and never anything metered.
+    on_openai = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "auto/subscription", "messages": HELLO},
+    )
+    if on_openai.status_code == 200:
+        assert on_openai.headers["x-rungway-rung"] == "subscription"
+    else:
+        assert on_openai.json()["error"]["code"] == "subscription_unavailable"
     for sim in (sims.api, sims.cheap, sims.backup):
         assert sim.requests == []
 
@@ -220,7 +235,7 @@ def test_explain_prints_the_route_plan(start_gateway: StartGateway, sims: Upstre
         check=True,
         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
     )
-    assert "served by api on rung premium" in done.stdout
+    assert "served by cheap on rung cheap" in done.stdout
     assert "anthropic/claude-sonnet-4-5" in done.stdout
-    assert "api_mismatch" in done.stdout
+    assert "deepseek/deepseek-chat" in done.stdout
     assert "quota_exhausted" in done.stdout

@@ -14,20 +14,17 @@ from typer.testing import CliRunner
 
 from rungway.cli.main import app
 from rungway.cli.spend import money
-from rungway.sim import HttpErrorFault
 
-from .conftest import DEEPSEEK, RunningGateway, StartGateway, Upstreams
+from .conftest import CLAUDE, DEEPSEEK, RunningGateway, StartGateway, Upstreams
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 LAPTOP_KEY = "rw-integration-laptop"
 CI_KEY = "rw-integration-ci"
 
 
-def _claude(gateway: RunningGateway, key: str = "unused") -> str:
+def _claude(gateway: RunningGateway, key: str = "unused", model: str = "auto/thrifty") -> str:
     client = anthropic.Anthropic(base_url=gateway.url, api_key=key, max_retries=0)
-    raw = client.messages.with_raw_response.create(
-        model="auto/thrifty", max_tokens=64, messages=HELLO
-    )
+    raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
     return raw.headers["x-rungway-rung"]
 
 
@@ -40,8 +37,7 @@ def _deepseek(gateway: RunningGateway, key: str = "unused") -> str:
 def _traffic(gateway: RunningGateway, sims: Upstreams, key: str = "unused") -> list[str]:
     """Requests on three rungs: the plan twice, the API key once, the cheap provider once."""
     rungs = [_claude(gateway, key), _claude(gateway, key)]
-    sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
-    rungs += [_claude(gateway, key), _deepseek(gateway, key)]
+    rungs += [_claude(gateway, key, model=f"api/{CLAUDE}"), _deepseek(gateway, key)]
     return rungs
 
 

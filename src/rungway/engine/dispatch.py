@@ -9,30 +9,42 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import orjson
 
-from rungway.adapters.base import ErrorQuota, Usage
+from rungway.adapters.base import ErrorQuota, StreamOnly, UpstreamRequest, Usage, whole_reply
 from rungway.budget import Reservation, Shortfall
 from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
+from rungway.engine.output_limit import output_limit_in, within_output_limit
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.relay import StreamRelay
-from rungway.engine.spending import NO_COST, Spending
+from rungway.engine.spending import NO_COST, Spending, over_budget
 from rungway.engine.state import Budget, QuotaObserver
-from rungway.engine.upstream import UpstreamClient, UpstreamTimeout, UpstreamUnreachable
-from rungway.protocol import anthropic_messages, openai_chat
+from rungway.engine.translation import CodecFor, Translation
+from rungway.engine.upstream import (
+    UpstreamClient,
+    UpstreamResponse,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
+from rungway.protocol import anthropic_messages, openai_chat, openai_responses
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.routing.autoid import Ladder
 
 _STREAM_ERROR_EVENTS = {
     Api.OPENAI_CHAT: openai_chat.stream_error_event,
+    Api.OPENAI_RESPONSES: openai_responses.stream_error_event,
     Api.ANTHROPIC_MESSAGES: anthropic_messages.stream_error_event,
+}
+_ERROR_BODIES: dict[Api, Callable[[int, str, str | None], bytes]] = {
+    Api.OPENAI_CHAT: openai_chat.error_body,
+    Api.OPENAI_RESPONSES: openai_responses.error_body,
+    Api.ANTHROPIC_MESSAGES: anthropic_messages.error_body,
 }
 _GIVE_UP_STATUS = {
     FailureClass.RATE_LIMITED: 429,
@@ -59,8 +71,10 @@ class Engine:
         quota: QuotaObserver,
         budget: Budget,
         clock: Clock,
+        codec_for: CodecFor,
     ) -> None:
         self._client = client
+        self._codec_for = codec_for
         self._recorder = recorder
         self._quota = quota
         self._spending = Spending(budget)
@@ -70,6 +84,12 @@ class Engine:
     async def complete(self, call: Call, plan: Plan) -> Outcome:
         """Try each route in order until one answers; record the request once it has ended."""
         trail = _Trail(call, plan)
+        if any(route.adapter.api is not call.api for route in plan.routes):
+            try:
+                trail.translation = Translation(call.api, call.body, self._codec_for)
+            except ValueError as error:
+                message = f"this request cannot be translated for another API: {error}"
+                return Refusal(400, message, "invalid_request")
         for route in plan.routes:
             hold = self._spending.hold(call, route, self._clock.now())
             if isinstance(hold, Shortfall):
@@ -80,6 +100,8 @@ class Engine:
             trail.reservation = hold
             started = time.perf_counter()
             result = await self._attempt(call, route, trail)
+            if isinstance(result, Failure) and result.kind is FailureClass.BAD_REQUEST:
+                result = await self._within_output_limit(call, route, trail, result)
             if not isinstance(result, Failure):
                 return result
             self._spending.release(trail.reservation)
@@ -102,8 +124,13 @@ class Engine:
                     min(known, result.retry_after_s) if known else result.retry_after_s
                 )
             if result.returns_to_client:
-                self._record(trail, route, result.kind.value, result.status or 400)
-                return Reply(result.status or 400, _json_headers(call, route), result.body or b"")
+                status = result.status or 400
+                self._record(trail, route, result.kind.value, status)
+                body = result.body or b""
+                if route.adapter.api is not call.api:
+                    # The upstream's error is in its own API's shape: say it in the client's.
+                    body = _ERROR_BODIES[call.api](status, result.message, "invalid_request")
+                return Reply(status, _json_headers(call, route), body)
             if result.kind is FailureClass.CONTEXT_TOO_LONG and plan.route_plan.ladder is None:
                 # A named model has no larger-context alternative on another connection.
                 break
@@ -132,10 +159,14 @@ class Engine:
 
     async def _attempt(self, call: Call, route: Route, trail: _Trail) -> Outcome | Failure:
         adapter, connection = route.adapter, route.connection
+        translation = trail.translation if adapter.api is not call.api else None
+        sent, sent_raw = call.body, call.raw_body
+        if translation is not None:
+            sent, sent_raw = translation.upstream_body(adapter.api, route.target.model)
         request = adapter.build_request(
             connection,
-            body=call.body,
-            raw_body=call.raw_body,
+            body=sent,
+            raw_body=sent_raw,
             upstream_model=route.target.model,
             client_headers=call.headers,
             query=call.query,
@@ -158,33 +189,10 @@ class Engine:
             self._loop.call_soon(self._read_quota, route, response.headers, received)
         else:
             self._read_quota(route, response.headers, received)
-        # Upstream rate-limit headers describe the gateway's account, not the client's, and
-        # would mislead a client the gateway is about to carry past that limit: not passed.
-        headers = _json_headers(call, route)
         if call.stream and response.status == 200:
-            relay = StreamRelay(
-                response,
-                adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk),
-                _STREAM_ERROR_EVENTS[call.api],
+            return await self._relay(
+                call, route, trail, request=request, response=response, translation=translation
             )
-            failure = await relay.prime()
-            if failure is not None:
-                return failure
-            self._quota.succeeded(connection.id)
-
-            def finish(outcome: str, failure: Failure | None) -> None:
-                trail.usage = relay.watcher.usage
-                trail.ttfb = relay.committed_at
-                if failure is not None:
-                    self._quota.failed(connection.id, failure, self._clock.now())
-                    trail.attempts.append(
-                        Attempt(connection.id, outcome, 200, 0.0, failure.message[:300])
-                    )
-                self._record(trail, route, outcome, 200)
-
-            headers[0] = ("content-type", "text/event-stream; charset=utf-8")
-            headers.append(("cache-control", "no-cache"))
-            return StreamReply(headers, relay.body(finish))
         try:
             body = await response.read()
         except (UpstreamTimeout, UpstreamUnreachable) as error:
@@ -194,17 +202,83 @@ class Engine:
             return Failure(kind, str(error))
         if response.status >= 300:
             return self._failure(route, response.status, response.headers, body, received)
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return Failure(FailureClass.SERVER, "the upstream sent a body that is not JSON")
-        if not isinstance(parsed, dict):
-            return Failure(FailureClass.SERVER, "the upstream sent JSON that is not an object")
+        parsed = whole_reply(adapter, body)
+        if isinstance(parsed, Failure):
+            return parsed
+        if isinstance(adapter, StreamOnly) or translation is not None:
+            try:
+                body = (
+                    translation.reply(adapter.api, parsed)
+                    if translation is not None
+                    else orjson.dumps(parsed)
+                )
+            except ValueError as error:
+                return Failure(FailureClass.SERVER, f"the upstream's reply cannot be read: {error}")
         trail.usage = adapter.read_usage(parsed)
         trail.ttfb = time.perf_counter()
         self._quota.succeeded(connection.id)
         self._record(trail, route, "ok", response.status)
-        return Reply(response.status, headers, body)
+        # Upstream rate-limit headers describe the gateway's account, not the client's, and
+        # would mislead a client the gateway is about to carry past that limit: not passed.
+        return Reply(response.status, _json_headers(call, route), body)
+
+    async def _relay(
+        self,
+        call: Call,
+        route: Route,
+        trail: _Trail,
+        *,
+        request: UpstreamRequest,
+        response: UpstreamResponse,
+        translation: Translation | None,
+    ) -> StreamReply | Failure:
+        """Hold the stream's preamble until content starts, then hand the stream over."""
+        adapter, connection = route.adapter, route.connection
+        relay = StreamRelay(
+            response,
+            adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk),
+            _STREAM_ERROR_EVENTS[call.api],
+            translation.stream(adapter.api) if translation is not None else None,
+        )
+        failure = await relay.prime()
+        if failure is not None:
+            return failure
+        self._quota.succeeded(connection.id)
+
+        def finish(outcome: str, failure: Failure | None) -> None:
+            trail.usage = relay.watcher.usage
+            trail.ttfb = relay.committed_at
+            if failure is not None:
+                self._quota.failed(connection.id, failure, self._clock.now())
+                trail.attempts.append(
+                    Attempt(connection.id, outcome, 200, 0.0, failure.message[:300])
+                )
+            self._record(trail, route, outcome, 200)
+
+        headers = _json_headers(call, route)
+        headers[0] = ("content-type", "text/event-stream; charset=utf-8")
+        headers.append(("cache-control", "no-cache"))
+        return StreamReply(headers, relay.body(finish))
+
+    async def _within_output_limit(
+        self, call: Call, route: Route, trail: _Trail, failure: Failure
+    ) -> Outcome | Failure:
+        """Retry once within the output limit a refusal names (see `output_limit.py`)."""
+        limit = output_limit_in(failure.message)
+        translation = trail.translation
+        if limit is None:
+            return failure
+        if route.adapter.api is call.api or translation is None:
+            smaller = within_output_limit(call, limit)
+            return failure if smaller is None else await self._attempt(smaller, route, trail)
+        asked = translation.request.max_tokens
+        if asked is not None and asked <= limit:
+            return failure
+        trail.translation = translation.limited(limit)
+        try:
+            return await self._attempt(call, route, trail)
+        finally:
+            trail.translation = translation
 
     def _failure(
         self, route: Route, status: int, headers: Mapping[str, str], body: bytes, received: float
@@ -234,7 +308,7 @@ class Engine:
     def _give_up(self, trail: _Trail) -> Refusal:
         attempts = trail.attempts
         if not attempts:
-            return _over_budget(trail.shortfalls, self._clock.now())
+            return over_budget(trail.shortfalls, self._clock.now())
         last = attempts[-1]
         kinds = {FailureClass(attempt.outcome) for attempt in attempts}
         if kinds <= {FailureClass.RATE_LIMITED, FailureClass.QUOTA_EXHAUSTED}:
@@ -308,29 +382,7 @@ class _Trail:
     retry_after_s: float | None = None
     reservation: Reservation | None = None
     shortfalls: list[Shortfall] = field(default_factory=list)
-
-
-def _over_budget(shortfalls: list[Shortfall], now: float) -> Refusal:
-    """The refusal for a request whose every paid route was over a budget."""
-    key = next((each for each in shortfalls if each.account == "key"), None)
-    if key is not None:
-        message = (
-            f"client key {key.name!r} has spent its ${key.budget_usd:g} budget for this "
-            f"{key.period} (it resets at {_utc(key.resets_at)}); raise client_keys[].budget_usd "
-            "or wait for the reset"
-        )
-        return Refusal(429, message, code="budget_exhausted", retry_after_s=key.resets_at - now)
-    rungs = sorted({each.name for each in shortfalls})
-    period = shortfalls[0].period if shortfalls else "period"
-    message = (
-        f"the budget of the {' and '.join(rungs)} rung for this {period} cannot take this "
-        "request's maximum cost; raise ladder.rung_budget_usd or lower max_tokens"
-    )
-    return Refusal(429, message, code="budget_exhausted")
-
-
-def _utc(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    translation: Translation | None = None
 
 
 def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:

@@ -16,20 +16,14 @@ from rungway.adapters.base import Adapter, Connection
 from rungway.clock import Clock
 from rungway.engine.call import Call, Refusal
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
-from rungway.protocol.api import Api
 from rungway.routing.autoid import BadAutoId, Ladder
 from rungway.routing.billing import BillingClass
 from rungway.routing.ladder import RouteRequest, plan_route
-from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
+from rungway.routing.plan import Candidate, RoutePlan, Skip
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import Roster, Snapshot
-
-_API_NAMES = {
-    Api.OPENAI_CHAT: "OpenAI Chat Completions (/v1/chat/completions)",
-    Api.ANTHROPIC_MESSAGES: "Anthropic Messages (/v1/messages)",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +88,7 @@ class Planner:
             for connection in ladder.roster.connections.values()
             for served in connection.models
         }
-        self._named: dict[tuple[str, Api], Plan | Refusal] = {}
+        self._named: dict[str, Plan] = {}
         self._plan_connections = [
             connection.id
             for connection in ladder.roster.connections.values()
@@ -104,7 +98,7 @@ class Planner:
     async def plan(self, call: Call) -> Plan | Refusal:
         """Where the request may go, or why it cannot go anywhere."""
         model: str = call.body["model"]
-        known = self._named.get((model, call.api))
+        known = self._named.get(model)
         if known is not None:
             return known
         try:
@@ -118,10 +112,10 @@ class Planner:
                 # Fail closed needs verified readings: fetch the missing ones first.
                 await self._ladder.verifier.verify(self._plan_connections)
             return self._ladder_plan(call, resolution)
-        named = self._named_plan(call.api, resolution)
+        named = self._named_plan(resolution)
         if len(self._named) >= _NAMED_PLANS_KEPT:
             self._named.clear()
-        self._named[(model, call.api)] = named
+        self._named[model] = named
         return named
 
     def _ladder_plan(self, call: Call, resolution: Resolution) -> Plan | Refusal:
@@ -147,38 +141,25 @@ class Planner:
         connection = self._connections[target.connection_id]
         return Route(target, connection, self._adapter_for(connection.provider), rung)
 
-    def _named_plan(self, call_api: Api, resolution: Resolution) -> Plan | Refusal:
-        """The connections that can take a request for a named model, or why none can."""
-        routes: list[Route] = []
-        skipped: list[Skip] = []
-        apis: set[Api] = set()
-        for target in resolution.targets:
-            route = self._route(target, self._rungs.get((target.connection_id, target.model)))
-            apis.add(route.adapter.api)
-            if route.adapter.api is call_api:
-                routes.append(route)
-            else:
-                detail = f"speaks {route.adapter.api}, the request came in as {call_api}"
-                skipped.append(Skip(SkipReason.API_MISMATCH, detail, target.connection_id))
-        if routes:
-            candidates = tuple(
-                Candidate(
-                    route.connection.provider,
-                    route.target.model,
-                    route.rung if route.rung is not None else Rung.PREMIUM,
-                    (route.connection.id,),
-                )
-                for route in routes
+    def _named_plan(self, resolution: Resolution) -> Plan:
+        """Every connection that serves a named model, in the configured order.
+
+        One that speaks another API than the client's is used through translation."""
+        routes = [
+            self._route(target, self._rungs.get((target.connection_id, target.model)))
+            for target in resolution.targets
+        ]
+        candidates = tuple(
+            Candidate(
+                route.connection.provider,
+                route.target.model,
+                route.rung if route.rung is not None else Rung.PREMIUM,
+                (route.connection.id,),
             )
-            route_plan = RoutePlan(resolution.requested, None, None, candidates, tuple(skipped))
-            return Plan.of(resolution, routes, route_plan)
-        spoken = " or ".join(sorted(_API_NAMES[api] for api in apis))
-        return Refusal(
-            400,
-            f"model {resolution.resolved!r} is served only by connections that speak {spoken}; "
-            f"call that endpoint instead (translation between APIs is not available yet)",
-            code="model_not_available_on_this_api",
+            for route in routes
         )
+        route_plan = RoutePlan(resolution.requested, None, None, candidates, ())
+        return Plan.of(resolution, routes, route_plan)
 
 
 def _empty_pool(plan: RoutePlan, ladder: Ladder, auto_id: str, now: float) -> Refusal:

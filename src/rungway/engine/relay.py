@@ -14,9 +14,11 @@ from collections.abc import AsyncIterator, Callable
 from rungway.adapters.base import EventKind, StreamWatcher
 from rungway.engine.upstream import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol.failures import Failure, FailureClass
-from rungway.protocol.sse import SseSplitter
+from rungway.protocol.sse import SseEvent, SseSplitter
 
 StreamErrorEvent = Callable[[str, FailureClass | None], bytes]
+Translate = Callable[[SseEvent], bytes]
+"""Turns one upstream event into the client's frames, when the two speak other APIs."""
 Finish = Callable[[str, Failure | None], None]
 
 
@@ -24,11 +26,16 @@ class StreamRelay:
     """One upstream stream on its way to the client."""
 
     def __init__(
-        self, response: UpstreamResponse, watcher: StreamWatcher, error_event: StreamErrorEvent
+        self,
+        response: UpstreamResponse,
+        watcher: StreamWatcher,
+        error_event: StreamErrorEvent,
+        translate: Translate | None = None,
     ) -> None:
         self._response = response
         self._watcher = watcher
         self._error_event = error_event
+        self._translate = translate
         self._splitter = SseSplitter()
         self._pending: list[bytes] = []
         self.committed_at: float | None = None
@@ -55,10 +62,8 @@ class StreamRelay:
                 if kind is EventKind.ERROR and not committed:
                     self._response.close()
                     return self._watcher.failure
-                if kind is EventKind.DROP:
-                    continue
                 committed = committed or kind is EventKind.CONTENT
-                self._pending.append(event.raw)
+                self._pending.append(self._client_bytes(event, kind))
         self.committed_at = time.perf_counter()
         return None
 
@@ -83,9 +88,10 @@ class StreamRelay:
             while True:
                 if watcher.finished or watcher.failure is not None:
                     end(watcher.failure)
-                if out:
-                    yield b"".join(out)
-                    out.clear()
+                data = b"".join(out)
+                out.clear()
+                if data:
+                    yield data
                 try:
                     chunk = await self._response.next_chunk()
                 except (UpstreamTimeout, UpstreamUnreachable) as error:
@@ -100,8 +106,7 @@ class StreamRelay:
                         yield self._error_event(failure.message, failure.kind)
                     break
                 for event in self._splitter.feed(chunk):
-                    if watcher.see(event) is not EventKind.DROP:
-                        out.append(event.raw)
+                    out.append(self._client_bytes(event, watcher.see(event)))
             end(watcher.failure)
         finally:
             if ended_well:
@@ -110,6 +115,12 @@ class StreamRelay:
                 self._response.close()
             if not ended:
                 finish("client_closed", None)
+
+    def _client_bytes(self, event: SseEvent, kind: EventKind) -> bytes:
+        if self._translate is not None:
+            # A translator reads every event, the usage chunk the client never sees included.
+            return self._translate(event)
+        return b"" if kind is EventKind.DROP else event.raw
 
 
 def _transport_failure(error: UpstreamTimeout | UpstreamUnreachable) -> Failure:

@@ -11,11 +11,12 @@ the incremental cost, or released if the attempt failed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final
 
 from rungway.adapters.base import Usage
 from rungway.budget import Reservation, Shortfall, cost_ceiling
-from rungway.engine.call import Call
+from rungway.engine.call import Call, Refusal
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
 from rungway.pricing import TokenCounts, rates_for
@@ -92,3 +93,26 @@ def price(route: Route, usage: Usage) -> Costs:
         return Costs(0.0, listed if listed is not None else usage.cost_usd)
     billed = usage.cost_usd if usage.cost_usd is not None else listed
     return Costs(billed or 0.0, listed if listed is not None else usage.cost_usd)
+
+
+def over_budget(shortfalls: list[Shortfall], now: float) -> Refusal:
+    """The refusal for a request whose every paid route was over a budget."""
+    key = next((each for each in shortfalls if each.account == "key"), None)
+    if key is not None:
+        message = (
+            f"client key {key.name!r} has spent its ${key.budget_usd:g} budget for this "
+            f"{key.period} (it resets at {_utc(key.resets_at)}); raise client_keys[].budget_usd "
+            "or wait for the reset"
+        )
+        return Refusal(429, message, code="budget_exhausted", retry_after_s=key.resets_at - now)
+    rungs = sorted({each.name for each in shortfalls})
+    period = shortfalls[0].period if shortfalls else "period"
+    message = (
+        f"the budget of the {' and '.join(rungs)} rung for this {period} cannot take this "
+        "request's maximum cost; raise ladder.rung_budget_usd or lower max_tokens"
+    )
+    return Refusal(429, message, code="budget_exhausted")
+
+
+def _utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -90,7 +90,6 @@ class _Index:
             verdict = plan_verdict(connection.billing)
             if not verdict.passed:
                 self.plan_skips[connection.id] = _skip(verdict, connection)
-        self._api_skips: dict[str, dict[str, Skip]] = {}
         self._by_category: dict[
             object, tuple[tuple[tuple[int, ModelGroup], ...], tuple[Skip, ...]]
         ] = {}
@@ -104,21 +103,6 @@ class _Index:
             index = _Index(snapshot)
             snapshot.roster.derived[_Index] = index
         return index
-
-    def api_skips(self, api: str) -> dict[str, Skip]:
-        """The skip of every connection that does not speak `api`."""
-        skips = self._api_skips.get(api)
-        if skips is None:
-            skips = {}
-            for connection in self._roster.connections.values():
-                if connection.api != api:
-                    detail = (
-                        f"speaks {connection.api}, the request came in as {api}; "
-                        "translation between APIs is not available yet"
-                    )
-                    skips[connection.id] = Skip(SkipReason.API_MISMATCH, detail, connection.id)
-            self._api_skips[api] = skips
-        return skips
 
     def groups(self, category: object) -> _Groups:
         """The groups that serve `category` (with their roster order), and the skips of the rest."""
@@ -179,12 +163,14 @@ class _Planner:
         return frozenset(rung for rung in Rung if rung not in closed)
 
     def admit_connections(self) -> None:
-        """Judge every connection once: API, plan terms, health and quota."""
-        api_skips = self.index.api_skips(self.request.api)
+        """Judge every connection once: plan terms, health and quota.
+
+        A connection speaking another API than the request's is judged like any other: the
+        engine translates between them."""
         plan_skips = self.index.plan_skips if self.strict else {}
         states = self.snapshot.states
         for connection in self.snapshot.roster.connections.values():
-            static = api_skips.get(connection.id) or plan_skips.get(connection.id)
+            static = plan_skips.get(connection.id)
             if static is not None:
                 self.skipped.append(static)
                 continue

@@ -13,7 +13,6 @@ from rungway.routing.rungs import Rung
 class SkipReason(StrEnum):
     """Why a connection (or a model, or a whole rung) was left out of a plan."""
 
-    API_MISMATCH = "api_mismatch"
     CATEGORY_MISMATCH = "category_mismatch"
     NOT_SUBSCRIPTION = "not_subscription"
     OVERAGE_NOT_HARD_STOP = "overage_not_hard_stop"

@@ -16,7 +16,7 @@ import orjson
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
-from rungway.protocol import anthropic_messages, openai_chat
+from rungway.protocol import anthropic_messages, openai_chat, openai_responses
 from rungway.protocol.api import Api
 from rungway.server.admin import PREFIX as ADMIN_PREFIX
 from rungway.server.admin import AdminApi
@@ -43,7 +43,13 @@ Lifecycle = Callable[[], Awaitable[None]]
 
 _CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
     Api.OPENAI_CHAT: openai_chat.check_request,
+    Api.OPENAI_RESPONSES: openai_responses.check_request,
     Api.ANTHROPIC_MESSAGES: anthropic_messages.check_request,
+}
+_ERROR_BODIES: dict[Api, Callable[[int, str, str | None], bytes]] = {
+    Api.OPENAI_CHAT: openai_chat.error_body,
+    Api.OPENAI_RESPONSES: openai_responses.error_body,
+    Api.ANTHROPIC_MESSAGES: anthropic_messages.error_body,
 }
 
 
@@ -73,6 +79,7 @@ class GatewayApp:
         self._ids = RequestIds()
         self._routes: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/chat/completions"): self._chat_completions,
+            ("POST", "/v1/responses"): self._responses,
             ("POST", "/v1/messages"): self._messages,
             ("POST", "/v1/messages/count_tokens"): self._count_tokens,
             ("GET", "/v1/models"): self._models,
@@ -97,6 +104,9 @@ class GatewayApp:
 
     async def _chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._complete(Api.OPENAI_CHAT, scope, receive, send)
+
+    async def _responses(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._complete(Api.OPENAI_RESPONSES, scope, receive, send)
 
     async def _messages(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._complete(Api.ANTHROPIC_MESSAGES, scope, receive, send)
@@ -271,10 +281,7 @@ async def _deliver(
 
 
 async def _refuse(send: Send, api: Api, request_id: str, refusal: Refusal) -> None:
-    if api is Api.ANTHROPIC_MESSAGES:
-        body = anthropic_messages.error_body(refusal.status, refusal.message, refusal.code)
-    else:
-        body = openai_chat.error_body(refusal.status, refusal.message, refusal.code)
+    body = _ERROR_BODIES[api](refusal.status, refusal.message, refusal.code)
     headers = _base_headers(request_id) + list(refusal.headers)
     if refusal.retry_after_s is not None:
         headers.append(("retry-after", str(max(1, round(refusal.retry_after_s)))))

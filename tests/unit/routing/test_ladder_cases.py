@@ -490,11 +490,12 @@ def test_cold_start_thrifty_drops_nothing() -> None:
     ]
 
 
-def test_connection_speaking_another_api_is_skipped_with_its_reason() -> None:
+def test_connection_speaking_another_api_is_planned_like_any_other() -> None:
+    # The engine translates between APIs, so the request's API narrows nothing.
     roster = [connection("s1"), connection("s2", api=OTHER_API)]
     plan = route("auto/thrifty", roster)
-    assert order(plan) == [("m1", SUB, ("s1",))]
-    assert skip_reasons(plan, "s2") == ["api_mismatch"]
+    assert order(plan) == [("m1", SUB, ("s1", "s2"))]
+    assert plan.skipped == ()
 
 
 def test_category_id_keeps_only_models_listed_for_the_category() -> None:

@@ -77,9 +77,7 @@ class World:
     def wanted(self, connection: RosterConnection, served: ServedModel) -> bool:
         """The request could use this model on this connection, quota and health aside."""
         category = self.request.spec.category
-        return connection.api == self.request.api and (
-            category is None or category in served.categories
-        )
+        return category is None or category in served.categories
 
 
 @st.composite
@@ -256,7 +254,6 @@ def test_subscription_yields_only_verified_hard_stop_plan_connections(world: Wor
         assert candidate.rung is Rung.SUBSCRIPTION
         for connection_id in candidate.connection_ids:
             connection = world.snapshot.roster.connections[connection_id]
-            assert connection.api == world.request.api
             assert connection.billing.billing is BillingClass.SUBSCRIPTION
             state = world.snapshot.states.get(connection_id)
             assert state is not None, "no reading at all"
@@ -323,10 +320,7 @@ def test_thrifty_drops_nothing_when_all_telemetry_is_missing(world: World) -> No
                 and connection.id in c.connection_ids
             ]
             assert len(hits) == (1 if world.wanted(connection, served) else 0)
-    assert {s.reason for s in plan.skipped} <= {
-        SkipReason.API_MISMATCH,
-        SkipReason.CATEGORY_MISMATCH,
-    }
+    assert {s.reason for s in plan.skipped} <= {SkipReason.CATEGORY_MISMATCH}
 
 
 @EXAMPLES
