@@ -86,6 +86,7 @@ def test_an_openai_client_is_served_by_a_messages_upstream(
         max_tokens=64,
     )
     assert completion.object == "chat.completion"
+    assert completion.created > 1_700_000_000, "stamped by the gateway"
     assert completion.choices[0].finish_reason == "stop"
     assert completion.choices[0].message.content
     assert completion.usage is not None

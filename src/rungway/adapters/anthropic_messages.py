@@ -31,6 +31,7 @@ from rungway.quota.usage import UsageReading, read_claude_usage
 from rungway.routing.snapshot import QuotaWindow
 
 API_VERSION = "2023-06-01"
+_UNSIGNED_THINKING = (b'"signature":""', b'"signature": ""')  # compact and spaced JSON
 OAUTH_BETA = "oauth-2025-04-20"
 _FORWARDED_CLIENT_HEADERS = (
     "anthropic-beta",
@@ -66,6 +67,9 @@ class AnthropicMessagesAdapter:
     ) -> UpstreamRequest:
         """POST {base_url}/v1/messages, keeping the client's `?beta=true`."""
         suffix = "?beta=true" if "beta=true" in query else ""
+        if any(marker in raw_body for marker in _UNSIGNED_THINKING):
+            body = _without_unsigned_thinking(body)
+            raw_body = orjson.dumps(body)
         return UpstreamRequest(
             url=f"{connection.base_url}/v1/messages{suffix}",
             headers=_headers(connection, client_headers),
@@ -228,3 +232,26 @@ def _usage(raw: object, previous: Usage) -> Usage:
         cache_write_tokens=pick("cache_creation_input_tokens", previous.cache_write_tokens),
         reasoning_tokens=previous.reasoning_tokens,
     )
+
+
+def _without_unsigned_thinking(body: dict[str, Any]) -> dict[str, Any]:
+    # Thinking that another provider produced reached the client with an empty signature;
+    # Anthropic would reject it, so it stays out of what is sent back.
+    messages = [
+        {
+            **message,
+            "content": [
+                block
+                for block in message["content"]
+                if not (
+                    isinstance(block, dict)
+                    and block.get("type") == "thinking"
+                    and not block.get("signature")
+                )
+            ],
+        }
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        else message
+        for message in body.get("messages", ())
+    ]
+    return {**body, "messages": messages}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ import orjson
 
 from rungway.protocol.api import Api
 from rungway.protocol.sse import SseEvent
+from rungway.translate.canonical import Started
 from rungway.translate.codec import Codec, StreamReader, StreamWriter
 
 CodecFor = Callable[[Api], Codec]
@@ -47,6 +49,10 @@ class Translation:
     def reply(self, api: Api, upstream: dict[str, Any]) -> bytes:
         """An upstream's complete reply, in the client's API."""
         read = self._codec_for(api).read_reply(upstream, self.request)
+        if not read.created:
+            # Some APIs say when a reply was made and others do not: the gateway's clock
+            # stands in, as codecs read none.
+            read = dataclasses.replace(read, created=int(time.time()))
         return orjson.dumps(self._client.write_reply(read, self.request))
 
     def stream(self, api: Api) -> StreamTranslator:
@@ -68,4 +74,12 @@ class StreamTranslator:
 
     def __call__(self, event: SseEvent) -> bytes:
         """The client bytes one upstream event becomes (often b"" while a writer holds)."""
-        return b"".join([self._writer.write(each) for each in self._reader.read(event)])
+        out = []
+        for read in self._reader.read(event):
+            stamped = (
+                dataclasses.replace(read, created=int(time.time()))
+                if isinstance(read, Started) and not read.created
+                else read
+            )
+            out.append(self._writer.write(stamped))
+        return b"".join(out)

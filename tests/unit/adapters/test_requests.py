@@ -49,6 +49,36 @@ def test_renamed_model_keeps_every_other_field() -> None:
     assert orjson.loads(request.body) == {**orjson.loads(raw), "model": "m"}
 
 
+def test_thinking_another_provider_made_is_not_sent_back_to_anthropic() -> None:
+    # A translated reply gave the client thinking with an empty signature; its own signed
+    # thinking stays.
+    assistant = [
+        {"type": "thinking", "thinking": "from elsewhere", "signature": ""},
+        {"type": "thinking", "thinking": "from claude", "signature": "c2ln"},
+        {"type": "text", "text": "hi"},
+    ]
+    body = {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": assistant},
+            {"role": "user", "content": "y"},
+        ],
+    }
+    request = AnthropicMessagesAdapter().build_request(
+        KEY,
+        body=body,
+        raw_body=orjson.dumps(body),
+        upstream_model="m",
+        client_headers={},
+        query="",
+    )
+    sent = orjson.loads(request.body)
+    assert sent["messages"][1]["content"] == assistant[1:]
+    assert sent["messages"][0] == body["messages"][0]
+
+
 def test_plan_login_uses_bearer_and_the_oauth_beta_next_to_the_clients_betas() -> None:
     client = {
         "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
