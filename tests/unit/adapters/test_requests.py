@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from pydantic import SecretStr
 
@@ -57,15 +59,12 @@ def test_thinking_another_provider_made_is_not_sent_back_to_anthropic() -> None:
         {"type": "thinking", "thinking": "from claude", "signature": "c2ln"},
         {"type": "text", "text": "hi"},
     ]
-    body = {
-        "model": "m",
-        "max_tokens": 5,
-        "messages": [
-            {"role": "user", "content": "x"},
-            {"role": "assistant", "content": assistant},
-            {"role": "user", "content": "y"},
-        ],
-    }
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": assistant},
+        {"role": "user", "content": "y"},
+    ]
+    body = {"model": "m", "max_tokens": 5, "messages": messages}
     request = AnthropicMessagesAdapter().build_request(
         KEY,
         body=body,
@@ -76,7 +75,7 @@ def test_thinking_another_provider_made_is_not_sent_back_to_anthropic() -> None:
     )
     sent = orjson.loads(request.body)
     assert sent["messages"][1]["content"] == assistant[1:]
-    assert sent["messages"][0] == body["messages"][0]
+    assert sent["messages"][0] == messages[0]
 
 
 def test_plan_login_uses_bearer_and_the_oauth_beta_next_to_the_clients_betas() -> None:
