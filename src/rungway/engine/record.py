@@ -47,6 +47,11 @@ class RequestRecord:
     """What the request added to the bill: 0 on the subscription, keyless and free rungs."""
     list_cost_usd: float | None = None
     """What the same tokens cost at list price (None when the model has no list price)."""
+    upstream_ms: float | None = None
+    """Time spent waiting on upstreams: each failed attempt whole, then the serving attempt
+    from sending its request until its whole JSON reply has arrived, or until its stream
+    ends. `latency_ms - upstream_ms` is the gateway's own share (parsing, planning,
+    translation, recording); per-event work inside a stream counts as upstream time."""
 
 
 class Recorder(Protocol):

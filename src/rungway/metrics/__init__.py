@@ -1,0 +1,1 @@
+"""Prometheus metrics: counters fed by each ledger row, gauges read at scrape time."""
