@@ -13,7 +13,7 @@ import pytest
 
 from rungway.sim import HttpErrorFault
 
-from .conftest import CLAUDE, RunningGateway, StartGateway, Upstreams
+from .conftest import CLAUDE, DEEPSEEK, RunningGateway, StartGateway, Upstreams
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 ADMIN_KEY = "rw-admin-integration"
@@ -134,3 +134,120 @@ def test_an_admin_key_guards_the_admin_api(
     assert "HTTP 401" in denied.stderr
     allowed = _cli("list", "--url", gateway.url, env={"RUNGWAY_ADMIN_KEY": ADMIN_KEY})
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_recent_requests_list_newest_first_and_open_with_their_route_plan(
+    start_gateway: StartGateway, sims: Upstreams
+) -> None:
+    gateway = start_gateway()
+    sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    assert _served_by(gateway) == "cheap"
+    assert _served_by(gateway, "fast") == "cheap"
+    listed = httpx.get(f"{gateway.url}/admin/requests")
+    assert listed.status_code == 200, listed.text
+    rows = listed.json()["requests"]
+    assert [row["requested_model"] for row in rows] == ["fast", "auto/thrifty"]
+    newest, oldest = rows
+    assert newest["resolved_model"] == DEEPSEEK
+    assert newest["attempts"] == []
+    assert newest["stream"] is False
+    assert newest["tokens"]["output"] == 24
+    assert "plan" not in newest
+    assert [attempt["connection_id"] for attempt in oldest["attempts"]] == ["plan"]
+    assert oldest["attempts"][0]["status"] == 529
+    assert [row["request_id"] for row in _requests(gateway, limit="1")] == [newest["request_id"]]
+
+    detail = httpx.get(f"{gateway.url}/admin/requests/{oldest['request_id']}")
+    assert detail.status_code == 200, detail.text
+    body = detail.json()
+    assert body["request_id"] == oldest["request_id"]
+    assert body["plan"]["ladder"] == "thrifty"
+    assert body["plan"]["candidates"][0]["connections"] == ["plan"]
+    assert {key: value for key, value in body.items() if key != "plan"} == oldest
+
+
+def _requests(gateway: RunningGateway, **params: str) -> list[dict[str, Any]]:
+    response = httpx.get(f"{gateway.url}/admin/requests", params=params)
+    assert response.status_code == 200, response.text
+    rows: list[dict[str, Any]] = response.json()["requests"]
+    return rows
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=501", "limit=ten", "limit=", "since=1"])
+def test_a_bad_requests_query_gets_a_400(start_gateway: StartGateway, query: str) -> None:
+    gateway = start_gateway()
+    response = httpx.get(f"{gateway.url}/admin/requests?{query}")
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request"
+
+
+def test_a_unique_prefix_finds_a_request_and_an_ambiguous_one_gets_a_404(
+    start_gateway: StartGateway,
+) -> None:
+    gateway = start_gateway()
+    assert _served_by(gateway, "fast") == "cheap"
+    (only,) = _requests(gateway)
+    # Every id starts with the gateway's per-process prefix: unique while one row has it.
+    shared = only["request_id"][:12]
+    unique = httpx.get(f"{gateway.url}/admin/requests/{shared}")
+    assert unique.status_code == 200, unique.text
+    assert unique.json()["request_id"] == only["request_id"]
+    assert _served_by(gateway, "fast") == "cheap"
+    assert httpx.get(f"{gateway.url}/admin/requests/nothing-like-it").status_code == 404
+    ambiguous = httpx.get(f"{gateway.url}/admin/requests/{shared}")
+    assert ambiguous.status_code == 404
+    assert "give more of its id" in ambiguous.json()["error"]["message"]
+    assert httpx.post(f"{gateway.url}/admin/requests").status_code == 405
+
+
+def test_a_disabled_connection_leaves_the_ladder_and_named_models_until_enabled(
+    start_gateway: StartGateway, sims: Upstreams
+) -> None:
+    gateway = start_gateway()
+    done = _cli("disable", "plan", "--url", gateway.url)
+    assert done.returncode == 0, done.stderr
+    assert "disabled plan" in done.stdout
+    assert _connections(gateway)["plan"]["disabled"] is True
+    assert "disabled" in _cli("list", "--url", gateway.url).stdout
+    assert _served_by(gateway) == "cheap", "thrifty steps past the disabled plan"
+    assert _served_by(gateway, CLAUDE) == "api", "a named model skips it too"
+    with (
+        anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client,
+        pytest.raises(anthropic.APIStatusError) as refused,
+    ):
+        client.messages.create(model="auto/subscription", max_tokens=64, messages=HELLO)
+    assert refused.value.status_code == 503
+    assert "disabled" in str(refused.value.body)
+    assert sims.plan.requests == [], "not even its usage endpoint is read"
+    named = httpx.get(
+        f"{gateway.url}/admin/requests/{_requests(gateway, limit='2')[1]['request_id']}"
+    )
+    skips = [(s["connection"], s["reason"]) for s in named.json()["plan"]["skipped"]]
+    assert skips == [("plan", "disabled")]
+
+    again = _cli("disable", "plan", "--url", gateway.url)
+    assert "already disabled" in again.stdout
+    enabled = _cli("enable", "plan", "--url", gateway.url)
+    assert enabled.returncode == 0, enabled.stderr
+    assert "enabled plan" in enabled.stdout
+    assert _connections(gateway)["plan"]["disabled"] is False
+    assert _served_by(gateway) == "plan"
+    assert "was not disabled" in _cli("enable", "plan", "--url", gateway.url).stdout
+
+
+def test_disabling_every_connection_of_a_named_model_names_them_in_a_503(
+    start_gateway: StartGateway,
+) -> None:
+    gateway = start_gateway()
+    for connection_id in ("cheap", "backup"):
+        assert httpx.post(f"{gateway.url}/admin/connections/{connection_id}/disable").is_success
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "fast", "messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert response.status_code == 503
+    message = response.json()["error"]["message"]
+    assert "disabled (cheap, backup)" in message
+    assert "rungway connections enable" in message
+    assert httpx.post(f"{gateway.url}/admin/connections/nope/disable").status_code == 404
+    assert httpx.get(f"{gateway.url}/admin/connections/cheap/enable").status_code == 405

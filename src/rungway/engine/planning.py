@@ -1,8 +1,8 @@
 """Planning: from a checked request to the routes to try, in order, with the plan behind them.
 
 A named model goes to the connections that serve it (the plan is fixed, so it is built once
-per name). An `auto` id runs the ladder over a fresh snapshot; an empty ladder answers with
-an error, never a fallback to another billing class.
+per name), less those an operator disabled. An `auto` id runs the ladder over a fresh
+snapshot; an empty ladder answers with an error, never a fallback to another billing class.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from rungway.engine.call import Call, Refusal
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
 from rungway.routing.autoid import BadAutoId, Ladder
 from rungway.routing.billing import BillingClass
+from rungway.routing.gates import DISABLED
 from rungway.routing.ladder import RouteRequest, plan_route
-from rungway.routing.plan import Candidate, RoutePlan, Skip
+from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
-from rungway.routing.snapshot import Roster, Snapshot
+from rungway.routing.snapshot import ConnectionState, Roster, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,8 @@ class Plan:
 
 
 _NAMED_PLANS_KEPT = 4096
-"""Named models' plans never change (no gate applies to them): remembered up to this many."""
+"""Named models' plans never change (no gate but disabling applies): kept up to this many."""
+_ENABLED = ConnectionState()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,7 @@ class Planner:
         model: str = call.body["model"]
         known = self._named.get(model)
         if known is not None:
-            return known
+            return self._without_disabled(known)
         try:
             resolution = self.table.resolve(model)
         except UnknownModel as error:
@@ -109,14 +111,48 @@ class Planner:
             return Refusal(400, str(error), "invalid_auto_id")
         if resolution.auto is not None:
             if resolution.auto.ladder is Ladder.SUBSCRIPTION:
-                # Fail closed needs verified readings: fetch the missing ones first.
-                await self._ladder.verifier.verify(self._plan_connections)
+                # Fail closed needs verified readings: fetch the missing ones first (not for
+                # a disabled plan, which no reading would bring back).
+                states = self._ladder.state.connection_states(self._ladder.clock.now())
+                await self._ladder.verifier.verify(
+                    [c for c in self._plan_connections if not states.get(c, _ENABLED).disabled]
+                )
             return self._ladder_plan(call, resolution)
         named = self._named_plan(resolution)
         if len(self._named) >= _NAMED_PLANS_KEPT:
             self._named.clear()
         self._named[model] = named
-        return named
+        return self._without_disabled(named)
+
+    def _without_disabled(self, named: Plan) -> Plan | Refusal:
+        """A named plan less the connections an operator disabled (most often: unchanged)."""
+        states = self._ladder.state.connection_states(self._ladder.clock.now())
+        if not any(states.get(route.connection.id, _ENABLED).disabled for route in named.routes):
+            return named
+        kept, skipped = [], []
+        for route, candidate in zip(named.routes, named.route_plan.candidates, strict=True):
+            if states.get(route.connection.id, _ENABLED).disabled:
+                skipped.append(
+                    Skip(
+                        SkipReason.DISABLED,
+                        DISABLED.detail,
+                        route.connection.id,
+                        route.target.model,
+                        route.rung,
+                    )
+                )
+            else:
+                kept.append((route, candidate))
+        requested = named.resolution.requested
+        if not kept:
+            ids = ", ".join(skip.connection_id or "" for skip in skipped)
+            message = (
+                f"every connection serving {requested} is disabled ({ids}); "
+                "enable one with `rungway connections enable ID`"
+            )
+            return Refusal(503, message, "no_route")
+        route_plan = RoutePlan(requested, None, None, tuple(c for _, c in kept), tuple(skipped))
+        return Plan.of(named.resolution, [route for route, _ in kept], route_plan)
 
     def _ladder_plan(self, call: Call, resolution: Resolution) -> Plan | Refusal:
         spec = resolution.auto

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
+
+import orjson
 
 from rungway.budget.local import Grouping, Reservation
 from rungway.engine.record import RequestRecord
@@ -37,8 +40,62 @@ class MemoryLedger:
             rows = list(self.rows)
         return spend_report_of(rows, since=since, until=until, by=by)
 
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` rows, newest first, without their route plans."""
+        with self._lock:
+            rows = sorted(self.rows, key=lambda row: row.started_at, reverse=True)[:limit]
+        return [_as_dict(row, plan=False) for row in rows]
+
+    def find(self, request_id: str) -> dict[str, Any] | None:
+        """One row with its route plan, by request id or a unique prefix of it; else None."""
+        with self._lock:
+            found = [row for row in self.rows if row.request_id.startswith(request_id)]
+        return _as_dict(found[0], plan=True) if len(found) == 1 else None
+
     def flush(self) -> None:
         """Nothing is queued: rows are visible at once."""
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _as_dict(row: RequestRecord, *, plan: bool) -> dict[str, Any]:
+    # The same keys and value types as a row read back from the SQLite ledger.
+    usage = row.usage
+    read: dict[str, Any] = {
+        "request_id": row.request_id,
+        "started_at": row.started_at,
+        "client_key": row.client_key,
+        "api": row.api,
+        "requested_model": row.requested_model,
+        "resolved_model": row.resolved_model,
+        "provider": row.provider,
+        "connection_id": row.connection_id,
+        "upstream_model": row.upstream_model,
+        "outcome": row.outcome,
+        "status": row.status,
+        "stream": int(row.stream),
+        "latency_ms": row.latency_ms,
+        "ttfb_ms": row.ttfb_ms,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "attempts": [
+            {
+                "connection_id": attempt.connection_id,
+                "outcome": attempt.outcome,
+                "status": attempt.status,
+                "latency_ms": attempt.latency_ms,
+                "detail": attempt.detail,
+            }
+            for attempt in row.attempts
+        ],
+        "rung": row.rung,
+        "cost_usd": row.cost_usd,
+        "list_cost_usd": row.list_cost_usd,
+    }
+    if plan:
+        read["plan"] = orjson.loads(row.plan) if row.plan else None
+    return read

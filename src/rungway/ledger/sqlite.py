@@ -64,6 +64,13 @@ _MIGRATIONS = {
         "ALTER TABLE requests ADD COLUMN list_cost_usd REAL",
     ),
 }
+_SUMMARY_COLUMNS = (
+    "request_id, started_at, client_key, api, requested_model, resolved_model, provider, "
+    "connection_id, upstream_model, outcome, status, stream, latency_ms, ttfb_ms, "
+    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, "
+    "attempts, rung, cost_usd, list_cost_usd"
+)
+"""Every column but the route plan, which only a single row's read needs."""
 _BATCH = 512
 _GATHER_S = 0.05
 log = logging.getLogger("rungway.ledger")
@@ -130,6 +137,16 @@ class SqliteLedger:
         """Requests, tokens and costs from `since` to `until`, grouped by `by`."""
         self.flush()
         return spend_report(self.path, since=since, until=until, by=by)
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` rows, newest first, without their route plans."""
+        self.flush()
+        return read_recent(self.path, limit)
+
+    def find(self, request_id: str) -> dict[str, Any] | None:
+        """One row with its route plan, by request id or a unique prefix of it; else None."""
+        self.flush()
+        return read_row(self.path, request_id)
 
     def flush(self) -> None:
         """Wait until every queued row is committed."""
@@ -224,6 +241,19 @@ def read_rows(path: Path, limit: int = 100) -> list[dict[str, Any]]:
     finally:
         db.close()
     return [_decoded(row) for row in rows]
+
+
+def read_recent(path: Path, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` rows without their route plans (attempts decoded): a light list."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    try:
+        rows = db.execute(
+            f"SELECT {_SUMMARY_COLUMNS} FROM requests ORDER BY started_at DESC LIMIT ?", (limit,)
+        ).fetchall()
+    finally:
+        db.close()
+    return [{**dict(row), "attempts": orjson.loads(row["attempts"])} for row in rows]
 
 
 def spent_since(path: Path, since: float, by: Grouping = "rung") -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""The live quota, cooldown and breaker state of every connection.
+"""The live quota, cooldown, breaker and disabled state of every connection.
 
 The engine reports what each upstream response said (its quota windows, its failure or
 success); the ladder reads a `ConnectionState` per connection. A window keeps the memory
@@ -33,7 +33,7 @@ class _Rest:
 
 
 class QuotaBoard:
-    """Every connection's windows, cooldown and breaker; the ladder's source of state."""
+    """Every connection's windows, cooldown, breaker and disabling; the ladder's source of state."""
 
     def __init__(
         self,
@@ -50,6 +50,8 @@ class QuotaBoard:
         self._breaker: dict[str, Breaker] = {}
         self._states: dict[str, ConnectionState] = {}
         self._overage: dict[str, bool] = {}
+        # Kept in memory only: a restarted gateway starts with every connection enabled.
+        self._disabled: set[str] = set()
         self._now = 0.0
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
@@ -138,6 +140,22 @@ class QuotaBoard:
             self._rebuild(connection_id)
         return had
 
+    def disable(self, connection_id: str) -> bool:
+        """Take the connection out of every plan (an operator's call); True if it was in."""
+        if connection_id in self._disabled:
+            return False
+        self._disabled.add(connection_id)
+        self._rebuild(connection_id)
+        return True
+
+    def enable(self, connection_id: str) -> bool:
+        """Put a disabled connection back into the plans; True if it was disabled."""
+        if connection_id not in self._disabled:
+            return False
+        self._disabled.discard(connection_id)
+        self._rebuild(connection_id)
+        return True
+
     def _remembers(self, window: QuotaWindow, previous: QuotaWindow | None, now: float) -> bool:
         exit_at = self._settings.exit_cutoff_percent
         if window.status is WindowStatus.REJECTED:
@@ -181,6 +199,7 @@ class QuotaBoard:
             cooldown_reason=rest.reason if rest is not None else "",
             breaker=breaker.state(self._now, self._breakers) if breaker else BreakerState.CLOSED,
             overage_permitted=self._overage.get(connection_id),
+            disabled=connection_id in self._disabled,
         )
         if state == ConnectionState():
             self._states.pop(connection_id, None)

@@ -1,4 +1,4 @@
-"""The gates a connection passes to enter a plan: quota, cooldown, breaker, budget.
+"""The gates a connection passes to enter a plan: operator, quota, cooldown, breaker, budget.
 
 Each gate returns a `Verdict`: `PASS` or the reason to skip. `strict` is the
 `auto/subscription` reading of the evidence (anything unverified fails); without it, only
@@ -131,6 +131,17 @@ def quota_verdict(
     if not seen and strict:
         return Verdict(SkipReason.QUOTA_MISSING, "no quota reading yet")
     return Verdict(headroom=headroom)
+
+
+DISABLED = Verdict(
+    SkipReason.DISABLED,
+    "disabled by an operator; `rungway connections enable ID` puts it back",
+)
+
+
+def disabled_verdict(state: ConnectionState) -> Verdict:
+    """A connection an operator disabled is skipped by every ladder and every named model."""
+    return DISABLED if state.disabled else PASS
 
 
 def health_verdict(state: ConnectionState, now: float, *, strict: bool) -> Verdict:

@@ -1,11 +1,12 @@
 """`plan_route`: the ladder as a plain function over a frozen snapshot and a given instant.
 
-`auto/subscription` (fail closed) keeps only plan connections that are verified usable:
-subscription billing, a hard-stop overage, fresh quota readings above the cut-off, no
-cooldown and a closed breaker. `auto/thrifty` (fail open) keeps every rung and drops a
-connection only on positive evidence: an exhausted window, a cooldown, an open breaker, a
-paid rung over budget. Candidates are split per rung, so a candidate's connections all sit
-on its rung, and ordered by rung, then by score within the rung.
+A connection an operator disabled is never planned. `auto/subscription` (fail closed)
+keeps only plan connections that are verified usable: subscription billing, a hard-stop
+overage, fresh quota readings above the cut-off, no cooldown and a closed breaker.
+`auto/thrifty` (fail open) keeps every rung and drops a connection only on positive
+evidence: an exhausted window, a cooldown, an open breaker, a paid rung over budget.
+Candidates are split per rung, so a candidate's connections all sit on its rung, and
+ordered by rung, then by score within the rung.
 
 The work is done per connection and per distinct set of connections, not per (connection,
 model) pair: the roster shares one id tuple between all groups with the same members.
@@ -20,6 +21,7 @@ from rungway.routing.billing import BillingClass
 from rungway.routing.gates import (
     Verdict,
     budget_verdict,
+    disabled_verdict,
     health_verdict,
     plan_verdict,
     quota_verdict,
@@ -170,11 +172,15 @@ class _Planner:
         plan_skips = self.index.plan_skips if self.strict else {}
         states = self.snapshot.states
         for connection in self.snapshot.roster.connections.values():
+            state = states.get(connection.id, _NO_STATE)
+            if state.disabled:
+                # The operator's word comes first: it is the reason they will look for.
+                self.skipped.append(_skip(disabled_verdict(state), connection))
+                continue
             static = plan_skips.get(connection.id)
             if static is not None:
                 self.skipped.append(static)
                 continue
-            state = states.get(connection.id, _NO_STATE)
             if self.strict and connection.billing.live_overage:
                 live = connection.billing.with_overage_permitted(state.overage_permitted)
                 terms = plan_verdict(live)

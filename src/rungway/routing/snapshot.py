@@ -64,6 +64,8 @@ class ConnectionState:
     breaker: BreakerState = BreakerState.CLOSED
     overage_permitted: bool | None = None
     """The account's own word on billing past its allowance (Copilot); None when unread."""
+    disabled: bool = False
+    """An operator took the connection out of the ladder; nothing plans it until enabled."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,17 @@
-"""The admin API under `/admin/`: the ladder's live state, spend, and the operator's actions.
+"""The admin API under `/admin/`: the ladder's live state, spend, recent requests, and the
+operator's actions; its OpenAPI schema is in `openapi.py`.
 
 It answers only an admin key (`admin.key` in the config), or, with no key configured, only
 clients on this machine's loopback. Every answer is JSON; an error is
-`{"error": {"type", "message"}}` with a 4xx status.
+`{"error": {"type", "message"}}` with a 4xx status (a 405 names the one method in `Allow`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any, Protocol
 
 import orjson
 from pydantic import SecretStr
@@ -22,6 +25,14 @@ from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, Roster, RosterConnection
 from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
 from rungway.server.auth import ClientKeys
+from rungway.server.openapi import SCHEMA
+from rungway.server.requests import (
+    BadRequestsQuery,
+    RequestSource,
+    parse_requests_query,
+    request_detail,
+    request_summary,
+)
 from rungway.server.spend import (
     BadSpendQuery,
     RungSpendOf,
@@ -32,10 +43,18 @@ from rungway.server.spend import (
 
 PREFIX = "/admin/"
 _JSON = [("content-type", "application/json"), ("cache-control", "no-store")]
+_SCHEMA_JSON = orjson.dumps(SCHEMA)
+_Handler = Callable[[Send, bytes], Awaitable[None]]
+_Headers = Sequence[tuple[str, str]]
+
+
+class AdminLedger(SpendSource, RequestSource, Protocol):
+    """A ledger that reports its spend and reads its rows back."""
 
 
 class AdminApi:
-    """Read the connections' state and the spend; clear a cooldown; read a quota now."""
+    """Read the connections' state, the spend and the recent requests; clear a cooldown,
+    read a quota now, disable and enable a connection."""
 
     def __init__(
         self,
@@ -46,7 +65,7 @@ class AdminApi:
         poller: UsagePoller | None,
         clock: Clock,
         key: SecretStr | None,
-        ledger: SpendSource,
+        ledger: AdminLedger,
         ladder: LadderSettings,
         client_keys: Iterable[ClientKeyConfig],
         rung_spend: RungSpendOf,
@@ -56,9 +75,12 @@ class AdminApi:
         self._board = board
         self._poller = poller
         self._clock = clock
+        self._ledger = ledger
         self._actions = {
             "clear-cooldown": self._clear_cooldown,
             "refresh-quota": self._refresh_quota,
+            "disable": self._disable,
+            "enable": self._enable,
         }
         self._key = ClientKeys({"admin": key} if key is not None else {})
         self._spend = SpendBook(
@@ -71,27 +93,34 @@ class AdminApi:
         if refusal is not None:
             await _error(send, *refusal)
             return
-        method, parts = scope["method"], scope["path"].removeprefix(PREFIX).strip("/").split("/")
-        if parts == ["connections"]:
-            if method != "GET":
-                await _error(send, 405, "method_not_allowed", "use GET /admin/connections")
-                return
-            await _reply(send, 200, {"connections": self._connections()})
+        method, path = scope["method"], scope["path"]
+        route = self._route(path.removeprefix(PREFIX).strip("/").split("/"))
+        if route is None:
+            await _error(send, 404, "not_found", f"no admin endpoint {method} {path}")
             return
-        if parts == ["spend"]:
-            await self._spend_report(send, method, scope.get("query_string", b""))
+        allowed, handler = route
+        if method != allowed:
+            message = f"use {allowed} {path}"
+            await _error(send, 405, "method_not_allowed", message, [("allow", allowed)])
             return
-        if len(parts) == 3 and parts[0] == "connections" and parts[2] in self._actions:
-            if method != "POST":
-                await _error(send, 405, "method_not_allowed", f"use POST for {parts[2]}")
-                return
-            if parts[1] not in self._roster.connections:
-                known = ", ".join(self._roster.connections)
-                await _error(send, 404, "not_found", f"no connection {parts[1]!r}; known: {known}")
-                return
-            await self._actions[parts[2]](send, parts[1])
-            return
-        await _error(send, 404, "not_found", f"no admin endpoint {method} {scope['path']}")
+        await handler(send, scope.get("query_string", b""))
+
+    def _route(self, parts: list[str]) -> tuple[str, _Handler] | None:
+        """The one method a path answers, and its handler; None for no such path."""
+        match parts:
+            case ["connections"]:
+                return "GET", self._list_connections
+            case ["connections", connection_id, action] if action in self._actions:
+                return "POST", partial(self._act, action, connection_id)
+            case ["spend"]:
+                return "GET", self._spend_report
+            case ["requests"]:
+                return "GET", self._recent_requests
+            case ["requests", request_id]:
+                return "GET", partial(self._request, request_id)
+            case ["openapi.json"]:
+                return "GET", self._openapi
+        return None
 
     def _refuse(self, scope: Scope) -> tuple[int, str, str] | None:
         if not self._key.required:
@@ -115,10 +144,21 @@ class AdminApi:
             for connection in self._roster.connections.values()
         ]
 
-    async def _spend_report(self, send: Send, method: str, query_string: bytes) -> None:
-        if method != "GET":
-            await _error(send, 405, "method_not_allowed", "use GET /admin/spend")
+    async def _list_connections(self, send: Send, query_string: bytes) -> None:
+        await _reply(send, 200, {"now": self._clock.now(), "connections": self._connections()})
+
+    async def _openapi(self, send: Send, query_string: bytes) -> None:
+        await send_reply(send, 200, list(_JSON), _SCHEMA_JSON)
+
+    async def _act(self, action: str, connection_id: str, send: Send, query_string: bytes) -> None:
+        if connection_id not in self._roster.connections:
+            known = ", ".join(self._roster.connections)
+            message = f"no connection {connection_id!r}; known: {known}"
+            await _error(send, 404, "not_found", message)
             return
+        await self._actions[action](send, connection_id)
+
+    async def _spend_report(self, send: Send, query_string: bytes) -> None:
         try:
             by, period = parse_spend_query(query_string)
         except BadSpendQuery as error:
@@ -126,12 +166,46 @@ class AdminApi:
             return
         await _reply(send, 200, await self._spend.body(by, period, self._clock.now()))
 
+    async def _request(self, request_id: str, send: Send, query_string: bytes) -> None:
+        # Ledger reads touch the disk (and wait for queued rows): off the event loop.
+        row = await asyncio.to_thread(self._ledger.find, request_id)
+        if row is None:
+            message = f"no single request matches {request_id!r}; give more of its id"
+            await _error(send, 404, "not_found", message)
+            return
+        await _reply(send, 200, request_detail(row))
+
+    async def _recent_requests(self, send: Send, query_string: bytes) -> None:
+        try:
+            limit = parse_requests_query(query_string)
+        except BadRequestsQuery as error:
+            await _error(send, 400, "invalid_request", str(error))
+            return
+        rows = await asyncio.to_thread(self._ledger.recent, limit)
+        await _reply(send, 200, {"requests": [request_summary(row) for row in rows]})
+
     async def _clear_cooldown(self, send: Send, connection_id: str) -> None:
         if self._board is None:
             await _error(send, 409, "conflict", "this gateway keeps no live quota state")
             return
         cleared = self._board.clear_cooldown(connection_id)
         await _reply(send, 200, {"connection": connection_id, "cleared": cleared})
+
+    async def _disable(self, send: Send, connection_id: str) -> None:
+        await self._switch(send, connection_id, disabled=True)
+
+    async def _enable(self, send: Send, connection_id: str) -> None:
+        await self._switch(send, connection_id, disabled=False)
+
+    async def _switch(self, send: Send, connection_id: str, *, disabled: bool) -> None:
+        if self._board is None:
+            await _error(send, 409, "conflict", "this gateway keeps no live quota state")
+            return
+        board = self._board
+        changed = board.disable(connection_id) if disabled else board.enable(connection_id)
+        await _reply(
+            send, 200, {"connection": connection_id, "disabled": disabled, "changed": changed}
+        )
 
     async def _refresh_quota(self, send: Send, connection_id: str) -> None:
         if self._poller is None or not self._poller.polls(connection_id):
@@ -161,6 +235,7 @@ def _connection(connection: RosterConnection, state: ConnectionState, now: float
         "cooldown_until": state.cooldown_until if cooling else None,
         "cooldown_reason": state.cooldown_reason if cooling else "",
         "breaker": state.breaker.value,
+        "disabled": state.disabled,
     }
 
 
@@ -176,9 +251,11 @@ def _window(window: QuotaWindow) -> dict[str, Any]:
     }
 
 
-async def _reply(send: Send, status: int, payload: Mapping[str, Any]) -> None:
-    await send_reply(send, status, list(_JSON), orjson.dumps(payload))
+async def _reply(
+    send: Send, status: int, payload: Mapping[str, Any], headers: _Headers = ()
+) -> None:
+    await send_reply(send, status, [*_JSON, *headers], orjson.dumps(payload))
 
 
-async def _error(send: Send, status: int, kind: str, message: str) -> None:
-    await _reply(send, status, {"error": {"type": kind, "message": message}})
+async def _error(send: Send, status: int, kind: str, message: str, headers: _Headers = ()) -> None:
+    await _reply(send, status, {"error": {"type": kind, "message": message}}, headers)

@@ -22,6 +22,7 @@ from rungway.routing.billing import (
 from rungway.routing.gates import (
     PASS,
     budget_verdict,
+    disabled_verdict,
     health_verdict,
     plan_verdict,
     quota_verdict,
@@ -259,6 +260,35 @@ def test_half_open_breaker_blocks_subscription_but_lets_thrifty_probe() -> None:
 
 def test_closed_breaker_and_no_cooldown_pass() -> None:
     assert health_verdict(state(), NOW, strict=True) == PASS
+
+
+# --- disabled_verdict: the operator's switch --------------------------------------------------
+
+
+def test_disabled_connection_fails_its_gate_with_the_fix() -> None:
+    verdict = disabled_verdict(replace(FRESH, disabled=True))
+    assert verdict.reason is SkipReason.DISABLED
+    assert "rungway connections enable" in verdict.detail
+    assert disabled_verdict(FRESH) == PASS
+
+
+@pytest.mark.parametrize("auto_id", ["auto/subscription", "auto/thrifty"])
+def test_a_disabled_healthy_connection_is_skipped_as_disabled_by_both_ladders(
+    auto_id: str,
+) -> None:
+    roster = [connection("plan"), connection("paid", "metered-co", "apikey")]
+    states = {"plan": replace(FRESH, disabled=True), "paid": FRESH}
+    plan = route(auto_id, roster, states)
+    assert all("plan" not in c.connection_ids for c in plan.candidates)
+    assert skip_reasons(plan, "plan") == [SkipReason.DISABLED]
+    enabled = route(auto_id, roster, {**states, "plan": FRESH})
+    assert "plan" in enabled.candidates[0].connection_ids
+
+
+def test_a_disabled_plan_leaves_subscription_unavailable_not_waiting() -> None:
+    plan = route("auto/subscription", [connection("plan")], {"plan": replace(FRESH, disabled=True)})
+    assert plan.candidates == ()
+    assert not plan.subscription_exhausted, "no reset will bring a disabled plan back"
 
 
 # --- plan_verdict ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 A world is a random billing catalog, a roster of connections (providers, auths, APIs,
 models, tiers, prices), quota readings (used percent, resets before and after now, ages,
-statuses, model scopes, exhaustion memory), cooldowns, breakers, budgets, spend and a clock.
+statuses, model scopes, exhaustion memory), cooldowns, breakers, disabled connections,
+budgets, spend and a clock.
 Oracles are written out here from the spec, never by calling the gates they check.
 """
 
@@ -151,11 +152,13 @@ def connection_states(draw: st.DrawFn, now: float, connection: RosterConnection)
     connection, and its property would hold vacuously.
     """
     scopes = [None, None, None, *(served.model for served in connection.models), "not-served"]
+    # Disabled now and then, healthy ones included: those are the ones only disabling stops.
+    disabled = draw(st.integers(0, 5)) == 0
     if draw(st.booleans()):
         count = draw(st.integers(1, 2))
         windows = [draw(healthy_windows(now, scopes)) for _ in range(count)]
         permitted = draw(st.sampled_from([None, False, False, True]))
-        return ConnectionState(tuple(windows), overage_permitted=permitted)
+        return ConnectionState(tuple(windows), overage_permitted=permitted, disabled=disabled)
     count = draw(st.sampled_from([0, 1, 2, 3]))
     windows = [
         draw(st.one_of(healthy_windows(now, scopes), any_windows(now, scopes)))
@@ -164,7 +167,7 @@ def connection_states(draw: st.DrawFn, now: float, connection: RosterConnection)
     cooldown = draw(st.sampled_from([None, None, now - 10, now, now + 10, now + 3_600]))
     breaker = draw(st.sampled_from([*BreakerState, BreakerState.CLOSED]))
     permitted = draw(st.sampled_from([None, False, True]))
-    return ConnectionState(tuple(windows), cooldown, "drawn", breaker, permitted)
+    return ConnectionState(tuple(windows), cooldown, "drawn", breaker, permitted, disabled)
 
 
 @st.composite
@@ -282,6 +285,19 @@ def test_thrifty_never_yields_a_connection_with_evidence_against_it(world: World
             assert state.breaker is not BreakerState.OPEN
             for w in applicable(state, candidate.model):
                 assert not evidently_exhausted(w, world), w
+
+
+@EXAMPLES
+@given(worlds())
+def test_a_disabled_connection_is_never_a_candidate_and_is_skipped_as_disabled(
+    world: World,
+) -> None:
+    plan = world.plan()
+    disabled = {cid for cid, state in world.snapshot.states.items() if state.disabled}
+    for candidate in plan.candidates:
+        assert not disabled & set(candidate.connection_ids)
+    skipped = {s.connection_id for s in plan.skipped if s.reason is SkipReason.DISABLED}
+    assert skipped == disabled
 
 
 @EXAMPLES

@@ -1,0 +1,109 @@
+"""`rungway status`: the ladder of a running gateway at a glance, through its admin API.
+
+One table: the five rungs in escalation order, each with the connections that serve a
+model on it, their quota windows (used share and a countdown to the reset), cooldown,
+breaker, and whether an operator disabled them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
+from rungway.routing.rungs import Rung
+
+out = Console()
+err = Console(stderr=True)
+_BREAKER = {
+    "closed": "[green]closed[/]",
+    "half_open": "[yellow]half-open[/]",
+    "open": "[red]open[/]",
+}
+
+
+def status(
+    config: ConfigOption = None,
+    url: UrlOption = None,
+    admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
+) -> None:
+    """Show the ladder: each rung's connections, quota windows and reset countdowns, health."""
+    with err.status("asking the gateway for its ladder ..."):
+        payload = admin_call("GET", "/admin/connections", config, url, admin_key_env)
+    # Count down on the gateway's clock, so a countdown means the same thing there and here.
+    now = payload.get("now") or time.time()
+    out.print(ladder_table(payload["connections"], now))
+
+
+def ladder_table(connections: list[dict[str, Any]], now: float) -> Table:
+    """The five rungs, each with its connections' quota and health, as a rich table."""
+    table = Table(title="the ladder", title_justify="left")
+    for column in ("rung", "connection", "models", "billing", "quota", "cooldown", "breaker"):
+        table.add_column(column)
+    table.add_column("state")
+    for rung in Rung:
+        members = [
+            (entry, [m["model"] for m in entry["models"] if m["rung"] == rung.label])
+            for entry in connections
+        ]
+        members = [(entry, models) for entry, models in members if models]
+        label = f"[bold]{int(rung)} {rung.label}[/]"
+        if not members:
+            table.add_row(label, "[dim]-[/]", *[""] * 6)
+        for index, (entry, models) in enumerate(members):
+            table.add_row(
+                label if index == 0 else "",
+                f"[bold]{escape(entry['id'])}[/]",
+                escape("\n".join(models)),
+                f"{entry['billing']} / {entry['overage']}",
+                "\n".join(_window(window, now) for window in entry["windows"])
+                or "[dim]no reading[/]",
+                _cooldown(entry, now),
+                _BREAKER.get(entry["breaker"], entry["breaker"]),
+                "[red]disabled[/]" if entry.get("disabled") else "[green]enabled[/]",
+            )
+        table.add_section()
+    return table
+
+
+def countdown(until: float, now: float) -> str:
+    """`in 2h14m`, `in 5m30s`, `in 40s`; `now` once the instant has come."""
+    seconds = int(until - now)
+    if seconds <= 0:
+        return "now"
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"in {days}d{hours}h"
+    if hours:
+        return f"in {hours}h{minutes:02d}m"
+    if minutes:
+        return f"in {minutes}m{seconds:02d}s"
+    return f"in {seconds}s"
+
+
+def _window(window: dict[str, Any], now: float) -> str:
+    scope = escape(f" [{window['model']}]") if window["model"] else ""
+    used = window["used_percent"]
+    if window["status"] == "rejected":
+        shown = "[red]exhausted[/]"
+    elif used is None:
+        shown = "? used"
+    else:
+        color = "red" if used >= 95 else "yellow" if used >= 80 else "green"
+        shown = f"[{color}]{used:.0f}% used[/]"
+    resets = f", resets {countdown(window['resets_at'], now)}" if window["resets_at"] else ""
+    return f"{escape(window['name'])}{scope}: {shown}{resets}"
+
+
+def _cooldown(entry: dict[str, Any], now: float) -> str:
+    until = entry["cooldown_until"]
+    if not until:
+        return "[dim]-[/]"
+    reason = f"\n{escape(entry['cooldown_reason'])}" if entry["cooldown_reason"] else ""
+    return f"[yellow]ends {countdown(until, now)}[/]{reason}"

@@ -1,0 +1,90 @@
+"""Reading rows back: both ledgers list and find the same rows in the same shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rungway.adapters.base import Usage
+from rungway.engine.record import Attempt, RequestRecord
+from rungway.ledger.memory import MemoryLedger
+from rungway.ledger.sqlite import SqliteLedger
+
+PLAN = orjson.dumps({"requested": "auto", "candidates": [], "skipped": []})
+
+
+def _record(request_id: str, started_at: float, *, plan: bytes | None = PLAN) -> RequestRecord:
+    return RequestRecord(
+        request_id=request_id,
+        started_at=started_at,
+        client_key="laptop",
+        api="anthropic",
+        requested_model="auto",
+        resolved_model="auto",
+        provider="anthropic",
+        connection_id="api",
+        upstream_model="claude-sonnet-4-5",
+        outcome="ok",
+        status=200,
+        stream=True,
+        latency_ms=12.5,
+        ttfb_ms=3.0,
+        usage=Usage(100, 20, 5, 0, 2),
+        attempts=(Attempt("plan", "rate_limit", 429, 4.0, "5h window spent"),),
+        rung="premium",
+        plan=plan,
+        cost_usd=0.002,
+        list_cost_usd=0.002,
+    )
+
+
+@pytest.fixture
+def ledgers(tmp_path: Path) -> Iterator[tuple[MemoryLedger, SqliteLedger]]:
+    memory, sqlite = MemoryLedger(), SqliteLedger(tmp_path / "ledger.sqlite3")
+    for ledger in (memory, sqlite):
+        # Recorded out of order: the list sorts by start time, not by arrival.
+        ledger.record(_record("aa01", 2.0))
+        ledger.record(_record("aa02", 3.0, plan=None))
+        ledger.record(_record("bb01", 1.0))
+    yield memory, sqlite
+    sqlite.close()
+
+
+def test_recent_lists_newest_first_without_plans_alike(
+    ledgers: tuple[MemoryLedger, SqliteLedger],
+) -> None:
+    memory, sqlite = ledgers
+    listed = sqlite.recent(2)
+    assert [row["request_id"] for row in listed] == ["aa02", "aa01"]
+    assert all("plan" not in row for row in listed)
+    assert listed[0]["attempts"] == [
+        {
+            "connection_id": "plan",
+            "outcome": "rate_limit",
+            "status": 429,
+            "latency_ms": 4.0,
+            "detail": "5h window spent",
+        }
+    ]
+    assert memory.recent(2) == listed
+    assert memory.recent(10) == sqlite.recent(10)
+
+
+def test_find_takes_a_unique_prefix_and_returns_the_plan_alike(
+    ledgers: tuple[MemoryLedger, SqliteLedger],
+) -> None:
+    memory, sqlite = ledgers
+    for ledger in ledgers:
+        assert ledger.find("aa") is None, "two ids start with aa"
+        assert ledger.find("zz") is None
+    found = sqlite.find("bb")
+    assert found is not None
+    assert found["request_id"] == "bb01"
+    assert found["plan"] == orjson.loads(PLAN)
+    assert memory.find("bb") == found
+    assert memory.find("aa02") == sqlite.find("aa02")
+    assert sqlite.find("aa02") is not None
+    assert (sqlite.find("aa02") or {})["plan"] is None
