@@ -24,6 +24,12 @@ from pydantic import (
     model_validator,
 )
 
+from rungway.credentials.store import (
+    CredentialStore,
+    StoreError,
+    default_store_path,
+    load_key,
+)
 from rungway.pricing import TierSettings
 from rungway.routing.autoid import BadAutoId, Category, is_auto_id, parse_auto_id
 from rungway.routing.billing import BillingClass, Overage
@@ -62,19 +68,32 @@ class _Frozen(BaseModel):
 
 
 class CredentialRef(_Frozen):
-    """Where a secret lives: an environment variable or a file, never the config itself."""
+    """Where a secret lives: an environment variable, a file, or the encrypted credential
+    store (`rungway connections import`), never the config itself."""
 
     env: str | None = None
     file: Path | None = None
+    store: Annotated[str, Field(pattern=NAME, max_length=64)] | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> CredentialRef:
-        if (self.env is None) == (self.file is None):
-            raise ValueError("give exactly one of `env` (a variable name) or `file` (a path)")
+        given = [self.env, self.file, self.store]
+        if sum(value is not None for value in given) != 1:
+            raise ValueError(
+                "give exactly one of `env` (a variable name), `file` (a path) or `store` "
+                "(the name of an imported credential)"
+            )
         return self
 
-    def read(self) -> SecretStr:
+    def read(self, store: CredentialStore | None = None) -> SecretStr:
         """Read the secret now; raise ValueError saying what is missing."""
+        if self.store is not None:
+            if store is None:
+                raise ValueError(f"credential {self.store!r} needs the credential store")
+            try:
+                return SecretStr(store.get(self.store).access_token)
+            except StoreError as error:
+                raise ValueError(str(error)) from None
         if self.env is not None:
             value = os.environ.get(self.env)
             if not value:
@@ -91,6 +110,35 @@ class CredentialRef(_Frozen):
         return SecretStr(value)
 
 
+class StoreKeyRef(_Frozen):
+    """Where the credential store's key lives: an environment variable or a key file."""
+
+    env: str | None = None
+    file: Path | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> StoreKeyRef:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of `env` (a variable name) or `file` (a path)")
+        return self
+
+
+class CredentialStoreSettings(_Frozen):
+    """The encrypted store of imported logins; by default next to the ledger, with its key
+    from `RUNGWAY_CREDENTIALS_KEY` or else a key file created 0600 on first use."""
+
+    path: Path | None = None
+    key: StoreKeyRef | None = None
+
+    def open(self) -> CredentialStore:
+        """The store, its key loaded; raises StoreError saying what to fix."""
+        key = load_key(
+            env=self.key.env if self.key is not None else None,
+            file=self.key.file if self.key is not None else None,
+        )
+        return CredentialStore(self.path or default_store_path(), key)
+
+
 class ConnectionConfig(_Frozen):
     """One account at a provider, as written in the config file."""
 
@@ -101,6 +149,8 @@ class ConnectionConfig(_Frozen):
     base_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$")] | None = None
     usage_base_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$")] | None = None
     """Where the usage endpoint lives when not on the provider's usual host (Copilot's)."""
+    token_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$")] | None = None
+    """Where a stored login renews its access token (the provider's own endpoint if unset)."""
     models: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
 
     @model_validator(mode="after")
@@ -109,7 +159,8 @@ class ConnectionConfig(_Frozen):
             raise ValueError("auth `none` takes no credential; remove `credential` or set auth")
         if self.auth is not Auth.NONE and self.credential is None:
             raise ValueError(
-                f"auth `{self.auth}` needs a `credential` ({{env: VAR}} or {{file: PATH}})"
+                f"auth `{self.auth}` needs a `credential` "
+                "({env: VAR}, {file: PATH} or {store: NAME})"
             )
         if self.provider.endswith("-compatible") and self.base_url is None:
             raise ValueError(f"provider `{self.provider}` needs a `base_url`")
@@ -187,6 +238,7 @@ class Settings(_Frozen):
     ledger: LedgerSettings = LedgerSettings()
     quota: QuotaSettings = QuotaSettings()
     admin: AdminSettings = AdminSettings()
+    credentials: CredentialStoreSettings = CredentialStoreSettings()
     connections: tuple[ConnectionConfig, ...]
     aliases: dict[str, str] = Field(default_factory=dict)
     client_keys: tuple[ClientKeyConfig, ...] = ()
@@ -259,11 +311,19 @@ def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, Secr
     """Read every referenced secret once: `connection:<id>`, `client:<name>` and `admin`."""
     secrets: dict[str, SecretStr] = {}
     problems: list[str] = []
+    store: CredentialStore | None = None
+    if any(c.credential is not None and c.credential.store for c in settings.connections):
+        try:
+            store = settings.credentials.open()
+        except StoreError as error:
+            problems.append(f"  credentials: {error}")
     for index, connection in enumerate(settings.connections):
         if connection.credential is None:
             continue
+        if connection.credential.store is not None and store is None:
+            continue
         try:
-            secrets[f"connection:{connection.id}"] = connection.credential.read()
+            secrets[f"connection:{connection.id}"] = connection.credential.read(store)
         except ValueError as error:
             problems.append(f"  connections[{index}].credential: {error}")
     for index, client in enumerate(settings.client_keys):

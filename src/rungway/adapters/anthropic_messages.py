@@ -14,6 +14,7 @@ import orjson
 
 from rungway.adapters.base import (
     Connection,
+    CredentialHeaders,
     EventKind,
     UpstreamRequest,
     Usage,
@@ -141,11 +142,9 @@ class AnthropicMessagesAdapter:
         """A plan login's OAuth usage endpoint (provider-signals.md A2.5); keys have none."""
         if connection.auth is not Auth.OAUTH or connection.secret is None:
             return None
-        headers = {
-            "authorization": f"Bearer {connection.secret.get_secret_value()}",
-            "anthropic-beta": OAUTH_BETA,
-            "accept": "application/json",
-        }
+        headers = CredentialHeaders(
+            connection, "Bearer", {"anthropic-beta": OAUTH_BETA, "accept": "application/json"}
+        )
         return PollTarget(
             connection.id,
             f"{connection.base_url}/api/oauth/usage",
@@ -195,7 +194,8 @@ def _headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[
     }
     headers["content-type"] = "application/json"
     headers.setdefault("anthropic-version", API_VERSION)
-    secret = connection.secret.get_secret_value() if connection.secret is not None else None
+    credential = connection.credential()
+    secret = credential.get_secret_value() if credential is not None else None
     if connection.auth is Auth.OAUTH:
         betas = [beta.strip() for beta in headers.get("anthropic-beta", "").split(",") if beta]
         if OAUTH_BETA not in betas:

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import Connection, UpstreamRequest
+from rungway.adapters.base import Connection, CredentialHeaders, UpstreamRequest
 from rungway.adapters.openai_errors import error_object
 from rungway.adapters.openai_responses import OpenAIResponsesAdapter, assemble_response
 from rungway.protocol.failures import Failure, FailureClass
@@ -115,10 +115,12 @@ class CodexAdapter(OpenAIResponsesAdapter):
         base = connection.usage_base_url or connection.base_url.removesuffix("/codex")
         # The first-party client picks the path by whether the base is the backend (A4.4).
         path = "/wham/usage" if "/backend-api" in base else "/api/codex/usage"
-        headers = {"authorization": f"Bearer {token}", "accept": "application/json"}
+        fixed = {"accept": "application/json"}
         account = chatgpt_account_id(token)
         if account is not None:
-            headers["chatgpt-account-id"] = account
+            # The workspace stays the same when the token is renewed.
+            fixed["chatgpt-account-id"] = account
+        headers = CredentialHeaders(connection, "Bearer", fixed)
         return PollTarget(
             connection.id,
             f"{base}{path}",
@@ -158,8 +160,9 @@ def codex_headers(connection: Connection, client_headers: Mapping[str, str]) -> 
     headers["content-type"] = "application/json"
     headers["accept"] = "text/event-stream"
     headers["openai-beta"] = RESPONSES_BETA
-    if connection.secret is not None:
-        token = connection.secret.get_secret_value()
+    credential = connection.credential()
+    if credential is not None:
+        token = credential.get_secret_value()
         headers["authorization"] = f"Bearer {token}"
         account = chatgpt_account_id(token)
         if account is not None:

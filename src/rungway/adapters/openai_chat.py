@@ -140,8 +140,9 @@ def openai_headers(connection: Connection, client_headers: Mapping[str, str]) ->
         if name.startswith(FORWARDED_CLIENT_HEADERS)
     }
     headers["content-type"] = "application/json"
-    if connection.secret is not None:
-        headers["authorization"] = f"Bearer {connection.secret.get_secret_value()}"
+    secret = connection.credential()
+    if secret is not None:
+        headers["authorization"] = f"Bearer {secret.get_secret_value()}"
     return headers
 
 

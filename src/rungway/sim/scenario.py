@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rungway.sim.faults import Fault
+from rungway.sim.token_spec import OAuthSpec
 
 ApiKind = Literal["anthropic", "openai", "responses"]
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
@@ -189,6 +190,8 @@ class Scenario(_Frozen):
     codex: CodexSpec | None = None
     copilot: CopilotSpec | None = None
     credits: CreditsSpec | None = None
+    oauth: OAuthSpec | None = None
+    """A token endpoint served next to the API (see `token_server.py`)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -228,6 +231,8 @@ class Scenario(_Frozen):
             raise ValueError("codex settings need quota_headers or usage_endpoint codex")
         if self.copilot is not None and self.usage_endpoint != "copilot":
             raise ValueError("copilot settings need usage_endpoint: copilot")
+        if self.oauth is not None and self.auth.kind != "bearer":
+            raise ValueError("oauth needs auth kind bearer: it issues bearer tokens")
         if self.credits is not None and self.usage_endpoint != "openrouter":
             raise ValueError("credits need usage_endpoint: openrouter")
         if self.copilot is not None and self.copilot.window is not None:

@@ -32,6 +32,7 @@ from rungway.sim.responses_api import ResponsesApi
 from rungway.sim.scenario import Scenario
 from rungway.sim.serving import ServedReply
 from rungway.sim.tally import Tally
+from rungway.sim.token_server import TokenServer
 from rungway.sim.usage_endpoints import build_usage_endpoint
 
 # Recorded requests are capped so a long benchmark run cannot grow memory without bound.
@@ -101,6 +102,11 @@ class SimUpstream:
         self._usage = build_usage_endpoint(
             scenario, self._book, self._api.authenticate, self._ledger
         )
+        self.oauth = (
+            None
+            if scenario.oauth is None or scenario.auth.token is None
+            else TokenServer(scenario.oauth, scenario.auth.token, clock)
+        )
         self._server: BackgroundServer | None = None
         self._url: str | None = None
 
@@ -120,6 +126,11 @@ class SimUpstream:
         with self._requests_lock:
             self._requests.append(request)
             self._request_count += 1
+        if self.oauth is not None:
+            if self.oauth.serves(request):
+                await send_reply(send, self.oauth.answer(request))
+                return
+            request = self.oauth.admit(request)
         if self._usage is not None and self._usage.serves(request):
             await send_reply(send, self._usage.answer(request))
             return
@@ -201,6 +212,8 @@ class SimUpstream:
             self._ledger.reset()
         if self._usage is not None:
             self._usage.reset()
+        if self.oauth is not None:
+            self.oauth.reset()
         self.tally.clear()
         self._api.replies.clear()
         self._faults.clear()

@@ -1,0 +1,6 @@
+"""Credentials: imported plan logins, encrypted at rest, kept alive by token managers.
+
+`store` keeps logins encrypted; `logins` reads the files other tools leave; `grants`
+speaks each token endpoint; `manager` renews a login's token; `sources` hands managers to
+the connections that use them; `redaction` keeps secrets out of log lines.
+"""

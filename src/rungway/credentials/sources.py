@@ -1,0 +1,42 @@
+"""Turning the config's stored logins into live token managers, one per connection."""
+
+from __future__ import annotations
+
+from rungway.clock import Clock
+from rungway.config import Settings
+from rungway.credentials.grants import TOKEN_URLS
+from rungway.credentials.manager import TokenManager
+
+
+def login_sources(settings: Settings, clock: Clock) -> dict[str, TokenManager]:
+    """A token manager for each connection whose credential is a renewable stored login.
+
+    A stored Claude or Codex login renews with its refresh token; a stored Copilot token
+    is exchanged for the short-lived token Copilot's API takes. Several connections that
+    name one login share its manager, so they share one refresh.
+    """
+    named = [
+        (connection, connection.credential.store)
+        for connection in settings.connections
+        if connection.credential is not None and connection.credential.store is not None
+    ]
+    if not named:
+        return {}
+    store = settings.credentials.open()
+    managers: dict[str, TokenManager] = {}
+    sources: dict[str, TokenManager] = {}
+    for connection, name in named:
+        assert name is not None
+        credential = store.get(name)
+        if credential.kind != "copilot" and credential.refresh_token is None:
+            continue
+        if name not in managers:
+            managers[name] = TokenManager(
+                name,
+                credential,
+                token_url=connection.token_url or TOKEN_URLS[credential.kind],
+                clock=clock,
+                save=store.put,
+            )
+        sources[connection.id] = managers[name]
+    return sources

@@ -1,0 +1,228 @@
+"""After a full run with every kind of credential, no secret appears anywhere an operator
+or a client can read: log lines, stderr, the ledger and its journal, error bodies, the
+admin API, `/metrics` and the dashboard."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+
+from rungway.clock import FakeClock
+from rungway.credentials.store import KEY_ENV, CredentialStore, StoredCredential
+from rungway.sim import HttpErrorFault, Scenario, SimUpstream
+from rungway.sim.token_spec import TokenFault
+
+from .conftest import (
+    API_KEY,
+    BACKUP_KEY,
+    CHEAP_KEY,
+    CLAUDE,
+    DEEPSEEK,
+    START,
+    StartGateway,
+    Upstreams,
+)
+
+PLAN_ACCESS = "sk-ant-oat01-leak-scan-access-token"
+PLAN_REFRESH = "sk-ant-ort01-leak-scan-refresh-token"
+CLIENT_KEYS = {"alice": "rw-client-alice-leak-scan", "bob": "rw-client-bob-leak-scan"}
+ADMIN_KEY = "rw-admin-leak-scan-key"
+STORE_KEY = Fernet.generate_key().decode()
+
+
+@pytest.fixture
+def login_plan() -> Iterator[SimUpstream]:
+    scenario = Scenario.model_validate(
+        {
+            "name": "leak-plan",
+            "api": "anthropic",
+            "quota_headers": "anthropic-unified",
+            "auth": {"kind": "bearer", "token": PLAN_ACCESS},
+            "models": [{"id": CLAUDE, "context_window": 200000, "max_output_tokens": 8192}],
+            "windows": [
+                {"name": "5h", "claim": "five_hour", "capacity": 100000, "length_s": 18000}
+            ],
+            # Rotating refresh tokens, so a renewed refresh token is among the secrets too.
+            "oauth": {
+                "style": "anthropic",
+                "refresh_token": PLAN_REFRESH,
+                "rotate_refresh_token": True,
+            },
+        }
+    )
+    with SimUpstream(scenario, FakeClock(START)) as sim:
+        yield sim
+
+
+def _gateway(
+    start_gateway: StartGateway, sims: Upstreams, plan: SimUpstream, tmp_path: Path
+) -> Any:
+    store = CredentialStore(tmp_path / "credentials.enc", STORE_KEY.encode())
+    store.put(
+        "claude-max",
+        StoredCredential(kind="claude", access_token=PLAN_ACCESS, refresh_token=PLAN_REFRESH),
+    )
+    for name, value in CLIENT_KEYS.items():
+        (tmp_path / f"client-{name}.secret").write_text(value)
+
+    def connection(cid: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "provider": provider,
+            "auth": auth,
+            "credential": {"file": str(tmp_path / f"{cid}.secret")},
+            "base_url": url,
+            "models": [model],
+        }
+
+    return start_gateway(
+        credentials={"path": str(store.path)},
+        admin={"key": {"env": "RW_LEAK_ADMIN"}},
+        client_keys=[
+            {"name": name, "key": {"file": str(tmp_path / f"client-{name}.secret")}}
+            for name in CLIENT_KEYS
+        ],
+        ladder={"rung_budget_usd": {"cheap": 5, "premium": 5}},
+        connections=[
+            {
+                "id": "plan",
+                "provider": "anthropic",
+                "auth": "oauth",
+                "credential": {"store": "claude-max"},
+                "base_url": plan.url,
+                "token_url": f"{plan.url}/v1/oauth/token",
+                "models": [CLAUDE],
+            },
+            connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
+            connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
+            {
+                **connection("backup", "openai-compatible", "apikey", sims.backup.url, DEEPSEEK),
+                "base_url": sims.backup.url + "/v1",
+                "credential": {"env": "RUNGWAY_IT_BACKUP"},
+            },
+        ],
+    )
+
+
+def _traffic(url: str, plan: SimUpstream, sims: Upstreams) -> list[str]:
+    """Every kind of request, success and failure; returns the bodies clients saw."""
+    seen: list[str] = []
+    alice = {"authorization": f"Bearer {CLIENT_KEYS['alice']}"}
+    bob = {"x-api-key": CLIENT_KEYS["bob"], "anthropic-version": "2023-06-01"}
+    claude = {"model": CLAUDE, "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]}
+    chat = {"model": DEEPSEEK, "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(base_url=url, timeout=10) as client:
+        seen.append(client.post("/v1/messages", headers=bob, json=claude).text)
+        assert plan.oauth is not None
+        plan.oauth.expire_access_tokens()  # the next plan request renews the login
+        seen.append(client.post("/v1/messages", headers=bob, json=claude).text)
+        seen.append(client.post("/v1/messages", headers=bob, json={**claude, "stream": True}).text)
+        plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+        seen.append(client.post("/v1/messages", headers=bob, json=claude).text)  # falls to api
+        seen.append(client.post("/v1/chat/completions", headers=alice, json=chat).text)
+        seen.append(
+            client.post("/v1/chat/completions", headers=alice, json={**chat, "stream": True}).text
+        )
+        sims.cheap.push_fault(HttpErrorFault(status=401, message="Incorrect API key provided"))
+        seen.append(client.post("/v1/chat/completions", headers=alice, json=chat).text)
+        seen.append(client.post("/v1/chat/completions", json=chat).text)  # no client key
+        wrong = {"authorization": "Bearer rw-not-a-client-key"}
+        seen.append(client.post("/v1/chat/completions", headers=wrong, json=chat).text)
+        plan.oauth.push_fault(TokenFault(kind="invalid_grant"))
+        plan.oauth.expire_access_tokens()
+        seen.append(client.post("/v1/messages", headers=bob, json=claude).text)
+    return seen
+
+
+def _operator_views(url: str) -> list[str]:
+    """The admin API, `/metrics` and the dashboard, as an operator reads them."""
+    admin = {"authorization": f"Bearer {ADMIN_KEY}"}
+    views: list[str] = []
+    with httpx.Client(base_url=url, timeout=10) as client:
+        for path in ("/admin/connections", "/admin/spend", "/admin/openapi.json"):
+            views.append(client.get(path, headers=admin).text)
+        views.append(client.get("/admin/connections").text)  # refused without the key
+        views.append(client.post("/admin/connections/plan/refresh-quota", headers=admin).text)
+        recent = client.get("/admin/requests", headers=admin)
+        views.append(recent.text)
+        for entry in recent.json().get("requests", []):
+            views.append(client.get(f"/admin/requests/{entry['request_id']}", headers=admin).text)
+        metrics = client.get("/metrics", headers=admin)
+        assert metrics.status_code in (200, 404)  # 404 only while /metrics is not built
+        views.append(metrics.text)
+        page = client.get("/dashboard")
+        views.append(page.text)
+        if page.status_code == 200:
+            for asset in ("app.js", "api.js", "ladder.js", "requests.js", "spend.js"):
+                views.append(client.get(f"/dashboard/{asset}").text)
+    return views
+
+
+def test_no_secret_appears_in_logs_ledger_metrics_admin_or_dashboard(  # noqa: PLR0917
+    start_gateway: StartGateway,
+    sims: Upstreams,
+    login_plan: SimUpstream,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(KEY_ENV, STORE_KEY)
+    monkeypatch.setenv("RW_LEAK_ADMIN", ADMIN_KEY)
+    caplog.set_level(logging.DEBUG)
+    gateway = _gateway(start_gateway, sims, login_plan, tmp_path)
+
+    # A log line that quotes a header, as a library's debug output might: masked too.
+    logging.getLogger("rungway.test").warning("sent Authorization: Bearer %s", PLAN_ACCESS)
+    client_bodies = _traffic(gateway.url, login_plan, sims)
+    views = _operator_views(gateway.url)
+    rows = gateway.rows()
+
+    assert login_plan.oauth is not None
+    assert login_plan.oauth.token_requests == 2  # one renewal, one refused (revoked)
+    renewed = CredentialStore(tmp_path / "credentials.enc", STORE_KEY.encode()).get("claude-max")
+    assert renewed.access_token != PLAN_ACCESS
+    assert renewed.refresh_token != PLAN_REFRESH
+    secrets = {
+        "plan access token": PLAN_ACCESS,
+        "plan refresh token": PLAN_REFRESH,
+        "renewed access token": renewed.access_token,
+        "rotated refresh token": renewed.refresh_token or "",
+        "admin key": ADMIN_KEY,
+        "store key": STORE_KEY,
+        "api key": API_KEY,
+        "cheap key": CHEAP_KEY,
+        "backup key": BACKUP_KEY,
+        **{f"client key {name}": value for name, value in CLIENT_KEYS.items()},
+    }
+    ledger_files = {
+        path.name: path.read_bytes().decode("latin-1")
+        for path in tmp_path.iterdir()
+        if path.is_file() and path.name.startswith("ledger")
+    }
+    assert any(name.endswith(".journal") for name in ledger_files)
+    places = {
+        "log records": caplog.text,
+        "stderr and stdout": "".join(capfd.readouterr()),
+        "ledger rows": repr(rows),
+        **{f"ledger file {name}": text for name, text in ledger_files.items()},
+        "client responses": "\n".join(client_bodies),
+        "admin, metrics and dashboard": "\n".join(views),
+    }
+    # The revoked login fell through to the API key; the operator sees why, with no secret.
+    assert "re-import the login" in places["log records"]
+    assert "sent Authorization: Bearer [redacted]" in places["log records"]
+    assert "re-import the login" in places["admin, metrics and dashboard"]
+    leaks = [
+        f"{what} in {where}"
+        for where, text in places.items()
+        for what, value in secrets.items()
+        if value and value in text
+    ]
+    assert leaks == []

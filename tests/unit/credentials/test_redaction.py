@@ -1,0 +1,49 @@
+"""Secrets never reach a log line: known values, bearer headers and key shapes are masked."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from rungway.credentials.redaction import MASK, add_secrets, install_redaction, redact
+
+log = logging.getLogger("rungway.test.redaction")
+
+
+def test_known_values_and_credential_shapes_are_masked() -> None:
+    add_secrets(["plain-known-secret-value"])
+    line = (
+        "sent plain-known-secret-value with Authorization: Bearer abc.def-ghi, "
+        "x-api-key sk-ant-api03-abcdefghijklmnop and token gho_abcdefghijklmnop1234"
+    )
+    masked = redact(line)
+    for secret in ("plain-known-secret-value", "abc.def-ghi", "sk-ant-api03", "gho_abcdef"):
+        assert secret not in masked
+    assert masked.count(MASK) == 4
+    assert redact("a line about tokens and keys, 5h window") == (
+        "a line about tokens and keys, 5h window"
+    )
+
+
+def test_short_values_are_not_masked_by_value() -> None:
+    add_secrets(["abc"])
+    assert redact("abc abc") == "abc abc"
+
+
+def test_log_records_are_masked_before_any_handler_sees_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    install_redaction(["rw-admin-secret-for-logs"])
+    with caplog.at_level(logging.INFO, logger="rungway.test.redaction"):
+        log.info("admin key %s in header %s", "rw-admin-secret-for-logs", "Bearer s3cr3t-value")
+        try:
+            raise ValueError("Authorization: Bearer from-an-exception-123")
+        except ValueError:
+            log.exception("upstream failed")
+    text = caplog.text
+    assert "rw-admin-secret-for-logs" not in text
+    assert "s3cr3t-value" not in text
+    assert "from-an-exception-123" not in text
+    assert MASK in text
+    assert "upstream failed" in text
