@@ -1,0 +1,161 @@
+"""The dashboard in a real browser: the ladder moving up when the plan runs out, and back.
+
+Every step waits for the page's own two-second poll to show the change; nothing reloads.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from rungway.sim.faults import HttpErrorFault
+from tests.browser.conftest import ADMIN_KEY, World
+
+pytestmark = pytest.mark.browser
+
+# Two polls and plenty of slack for a busy machine: the page shows a change without a reload.
+LIVE_MS = 10_000
+
+
+def _window(page: Page, connection: str, window: str) -> Locator:
+    return page.locator(f'[data-connection="{connection}"] [data-window="{window}"]')
+
+
+def _newest(page: Page) -> Locator:
+    return page.locator("#requests tbody tr").first
+
+
+def _shoot(page: Page, folder: Path, name: str, *, full_page: bool = True) -> None:
+    """Save the page in light and in dark mode."""
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.screenshot(path=folder / f"{name}-{scheme}.png", full_page=full_page)
+    page.emulate_media(color_scheme="light")
+
+
+def test_the_dashboard_follows_a_plan_running_out_and_coming_back(
+    world: World, page: Page, artifacts: Path
+) -> None:
+    page.goto(f"{world.url}/dashboard")
+    plan = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
+    expect(plan).to_be_visible()
+    expect(page.locator('.rung[data-rung="premium"] [data-connection="api"]')).to_be_visible()
+    for rung in ("keyless", "free", "cheap"):
+        expect(page.locator(f'.rung[data-rung="{rung}"]')).to_contain_text("no connection")
+    expect(page.locator("#status")).to_contain_text("Live")
+
+    # The plan serves first; its 5h window appears with a countdown that ticks.
+    assert world.send() == "plan"
+    expect(_newest(page)).to_have_attribute("data-connection", "plan", timeout=LIVE_MS)
+    five_hours = _window(page, "plan", "5h")
+    expect(five_hours).to_have_attribute("data-state", "ok", timeout=LIVE_MS)
+    countdown = five_hours.locator(".countdown")
+    expect(countdown).to_have_text(re.compile(r"resets in (4h 59m \d\ds|5h 00m 00s)"))
+    before = countdown.inner_text()
+    expect(countdown).not_to_have_text(before, timeout=2500)
+    expect(page.locator('.rung[data-rung="premium"]')).to_contain_text("breaker closed")
+    _shoot(page, artifacts, "1-plan-serving")
+
+    # The plan runs out: the next request goes up the ladder to the API key.
+    served = [world.send() for _ in range(10)]
+    assert served[-1] == "api"
+    expect(_newest(page)).to_have_attribute("data-connection", "api", timeout=LIVE_MS)
+    expect(_newest(page)).to_contain_text("premium")
+    expect(five_hours).to_have_attribute("data-state", "exhausted", timeout=LIVE_MS)
+    expect(five_hours).to_contain_text("exhausted")
+    expect(page.locator('.budget[data-rung="premium"]')).to_contain_text("of $2.00 per month")
+    expect(page.locator("#chart svg")).to_have_attribute("aria-label", re.compile("saved"))
+    _shoot(page, artifacts, "2-plan-exhausted")
+
+    # A click on the newest request opens its route plan: the plan skipped, and why.
+    _newest(page).get_by_role("button").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    skip = dialog.locator('.skips tr[data-reason="quota_exhausted"]')
+    expect(skip).to_contain_text("plan")
+    expect(skip).to_contain_text("5h")
+    expect(dialog.locator(".candidates li.served")).to_contain_text("api")
+    # The open dialog covers the window, not the whole page.
+    _shoot(page, artifacts, "3-route-plan", full_page=False)
+    dialog.get_by_role("button", name="Close route plan").click()
+    expect(dialog).to_be_hidden()
+
+    # Past the reset, the plan serves again and its window is open.
+    state = world.gateway.quota.connection_states(world.clock.now())["plan"]  # type: ignore[union-attr]
+    reset = next(window.resets_at for window in state.windows if window.name == "5h")
+    assert reset is not None
+    world.clock.set(reset)
+    assert world.send() == "plan"
+    expect(_newest(page)).to_have_attribute("data-connection", "plan", timeout=LIVE_MS)
+    expect(five_hours).to_have_attribute("data-state", "ok", timeout=LIVE_MS)
+    # The countdown runs on the gateway's clock, now five hours ahead of this browser's.
+    expect(countdown).to_have_text(re.compile(r"resets in (4h 59m \d\ds|5h 00m 00s)"))
+    expect(page.locator("#requests tbody tr")).to_have_count(len(served) + 2)
+    _shoot(page, artifacts, "4-plan-back")
+
+
+def test_with_an_admin_key_the_page_asks_for_it_once_and_never_holds_it(
+    keyed_world: World, page: Page, artifacts: Path
+) -> None:
+    html = httpx.get(f"{keyed_world.url}/dashboard")
+    assert html.status_code == 200
+    assert ADMIN_KEY not in html.text
+    page.goto(f"{keyed_world.url}/dashboard")
+    ask = page.get_by_role("dialog", name="Admin key")
+    expect(ask).to_be_visible()
+    expect(page.locator("#ladder")).to_be_empty()
+
+    ask.get_by_role("textbox", name="Admin key").fill("not-the-key")
+    ask.get_by_role("button", name="Use key").click()
+    expect(ask).to_contain_text("That key was refused")
+    expect(page.locator("#ladder")).to_be_empty()
+    _shoot(page, artifacts, "key-refused")
+
+    ask.get_by_role("textbox", name="Admin key").fill(ADMIN_KEY)
+    ask.get_by_role("button", name="Use key").click()
+    expect(ask).to_be_hidden()
+    expect(page.locator('[data-connection="plan"]')).to_be_visible()
+    # Reloading the tab keeps the key for the session: no second prompt.
+    page.reload()
+    expect(page.locator('[data-connection="plan"]')).to_be_visible()
+    expect(ask).to_be_hidden()
+    page.get_by_role("button", name="Forget admin key").click()
+    assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_a_cooldown_a_fall_through_and_a_disabled_connection_show_live(
+    world: World, page: Page, artifacts: Path
+) -> None:
+    page.goto(f"{world.url}/dashboard")
+    plan = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
+    expect(plan).to_have_attribute("data-cooling", "false")
+
+    # The plan is overloaded: the request falls through to the API key in the same call,
+    # and the plan cools down for the ten minutes it asked for.
+    world.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    assert world.send() == "api"
+    expect(plan).to_have_attribute("data-cooling", "true", timeout=LIVE_MS)
+    expect(plan.locator(".cooldown .countdown")).to_have_text(
+        re.compile(r"ends in (9m \d\ds|10m 00s)")
+    )
+    expect(plan.locator(".badge.cooling")).to_be_visible()
+    _newest(page).get_by_role("button").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.locator(".attempts")).to_contain_text("plan")
+    expect(dialog.locator(".attempts")).to_contain_text("529")
+    dialog.get_by_role("button", name="Close route plan").click()
+
+    # An operator takes the API key out of service; the card says so at the next poll.
+    api = page.locator('.rung[data-rung="premium"] [data-connection="api"]')
+    disabled = httpx.post(f"{world.url}/admin/connections/api/disable")
+    assert disabled.status_code == 200, disabled.text
+    expect(api.locator(".badge.disabled")).to_be_visible(timeout=LIVE_MS)
+    _shoot(page, artifacts, "cooldown-and-disabled")
+    cleared = httpx.post(f"{world.url}/admin/connections/plan/clear-cooldown")
+    assert cleared.status_code == 200, cleared.text
+    expect(plan).to_have_attribute("data-cooling", "false", timeout=LIVE_MS)
+    expect(plan.locator(".cooldown")).to_have_count(0)
