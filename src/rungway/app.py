@@ -18,12 +18,19 @@ from rungway.adapters.registry import provider_entry
 from rungway.budget import KeyBudget, LocalBudget
 from rungway.clock import Clock, SystemClock
 from rungway.config import Settings
+from rungway.credentials.redaction import install_redaction
+from rungway.credentials.sources import login_sources
+from rungway.dashboard.pages import DashboardPages
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import LadderInputs, Planner
 from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, StateSource
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
+from rungway.metrics.collector import StateCollector
+from rungway.metrics.endpoint import MetricsEndpoint
+from rungway.metrics.recorder import MetricsRecorder
+from rungway.metrics.registry import GatewayMetrics
 from rungway.pricing import classify_tier
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import PollTarget, UsagePoller
@@ -63,6 +70,8 @@ def build_gateway(
     state: StateSource | None = None,
 ) -> Gateway:
     """Wire settings and secrets into a ready-to-serve gateway."""
+    install_redaction(secret.get_secret_value() for secret in secrets.values())
+    sources = login_sources(settings, clock or SystemClock())
     connections = {
         config.id: Connection(
             id=config.id,
@@ -72,6 +81,7 @@ def build_gateway(
             base_url=_base_url(config.base_url, config.provider),
             models=frozenset(config.models),
             usage_base_url=config.usage_base_url,
+            source=sources.get(config.id),
         )
         for config in settings.connections
     }
@@ -128,9 +138,20 @@ def build_gateway(
         connections=connections,
         adapter_for=lambda provider: provider_entry(provider).adapter,
     )
+    # Counters follow each row on its way to the ledger; gauges read the board when scraped.
+    metrics = GatewayMetrics()
+    metrics.registry.register(
+        StateCollector(
+            connection_ids=roster.connections,
+            state=state,
+            clock=clock,
+            ladder=settings.ladder,
+            rung_spend=budget.rung_spend,
+        )
+    )
     engine = Engine(
         client=client,
-        recorder=store,
+        recorder=MetricsRecorder(store, metrics),
         quota=observer,
         budget=budget,
         clock=clock,
@@ -181,6 +202,8 @@ def build_gateway(
         max_body_bytes=settings.server.max_body_bytes,
         on_startup=startup,
         on_shutdown=shutdown,
+        metrics=MetricsEndpoint(metrics.registry, secrets.get("admin")),
+        dashboard=DashboardPages(),
     )
     return Gateway(app, store, board)
 

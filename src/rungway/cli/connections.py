@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
+from rungway.cli.import_login import import_login
 
 out = Console()
 
 connections = typer.Typer(
     help="Inspect and act on a running gateway's connections.", no_args_is_help=True
 )
+connections.command("import")(import_login)
 
 
 @connections.command("list")
@@ -24,7 +27,7 @@ def list_connections(
     url: UrlOption = None,
     admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
 ) -> None:
-    """Show every connection: billing, quota windows, cooldown and breaker."""
+    """Show every connection: billing, quota windows, cooldown, breaker and disabling."""
     payload = admin_call("GET", "/admin/connections", config, url, admin_key_env)
     table = Table(title="connections")
     for column in ("id", "provider", "billing", "windows", "cooldown", "breaker"):
@@ -37,7 +40,7 @@ def list_connections(
             else "-"
         )
         table.add_row(
-            entry["id"],
+            f"{entry['id']}\n[red]disabled[/]" if entry.get("disabled") else entry["id"],
             entry["provider"],
             f"{entry['billing']} / {entry['overage']}",
             windows,
@@ -61,6 +64,38 @@ def clear_cooldown(
         out.print(f"cleared the cooldown of [bold]{connection_id}[/]")
     else:
         out.print(f"{connection_id} was not cooling down; nothing to clear")
+
+
+@connections.command("disable")
+def disable(
+    connection_id: Annotated[str, typer.Argument(help="The connection's id.")],
+    config: ConfigOption = None,
+    url: UrlOption = None,
+    admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
+) -> None:
+    """Take a connection out of the ladder until it is enabled (or the gateway restarts)."""
+    path = f"/admin/connections/{quote(connection_id, safe='')}/disable"
+    payload = admin_call("POST", path, config, url, admin_key_env)
+    if payload["changed"]:
+        out.print(f"disabled [bold]{connection_id}[/]: no request will be routed to it")
+    else:
+        out.print(f"{connection_id} was already disabled")
+
+
+@connections.command("enable")
+def enable(
+    connection_id: Annotated[str, typer.Argument(help="The connection's id.")],
+    config: ConfigOption = None,
+    url: UrlOption = None,
+    admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
+) -> None:
+    """Put a disabled connection back into the ladder."""
+    path = f"/admin/connections/{quote(connection_id, safe='')}/enable"
+    payload = admin_call("POST", path, config, url, admin_key_env)
+    if payload["changed"]:
+        out.print(f"enabled [bold]{connection_id}[/]: the ladder may use it again")
+    else:
+        out.print(f"{connection_id} was not disabled; nothing to enable")
 
 
 def _window_line(window: dict[str, Any]) -> str:

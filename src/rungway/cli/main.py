@@ -6,10 +6,12 @@ import typer
 
 from rungway.cli.connections import connections
 from rungway.cli.demo import demo
+from rungway.cli.doctor import doctor
 from rungway.cli.explain import explain
 from rungway.cli.serve import serve
 from rungway.cli.sim_upstream import sim_upstream
 from rungway.cli.spend import spend
+from rungway.cli.status import status
 
 app = typer.Typer(
     name="rungway",
@@ -23,6 +25,8 @@ app.command("demo")(demo)
 app.command("sim-upstream")(sim_upstream)
 app.command("explain")(explain)
 app.command("spend")(spend)
+app.command("status")(status)
+app.command("doctor")(doctor)
 app.add_typer(connections, name="connections")
 
 

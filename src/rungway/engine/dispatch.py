@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
+from pydantic import SecretStr
 
 from rungway.adapters.base import ErrorQuota, StreamOnly, UpstreamRequest, Usage, whole_reply
 from rungway.budget import Reservation, Shortfall
@@ -99,9 +100,10 @@ class Engine:
                 continue
             trail.reservation = hold
             started = time.perf_counter()
+            sent = route.connection.credential()
             result = await self._attempt(call, route, trail)
-            if isinstance(result, Failure) and result.kind is FailureClass.BAD_REQUEST:
-                result = await self._within_output_limit(call, route, trail, result)
+            if isinstance(result, Failure):
+                result = await self._second_try(call, route, trail, result, sent)
             if not isinstance(result, Failure):
                 return result
             self._spending.release(trail.reservation)
@@ -135,6 +137,22 @@ class Engine:
                 # A named model has no larger-context alternative on another connection.
                 break
         return self._give_up(trail)
+
+    async def _second_try(
+        self, call: Call, route: Route, trail: _Trail, failure: Failure, sent: SecretStr | None
+    ) -> Outcome | Failure:
+        """One more attempt on the same route when the failure allows it: within the output
+        limit a refusal names, or with a renewed login token after a 401."""
+        if failure.kind is FailureClass.BAD_REQUEST:
+            return await self._within_output_limit(call, route, trail, failure)
+        source = route.connection.source
+        if failure.kind is not FailureClass.AUTH or source is None:
+            return failure
+        # A renewable login's token may just have expired: renew it and retry once.
+        problem = await source.refresh_after_unauthorized(sent)
+        if problem is not None:
+            return replace(failure, message=f"{problem}; upstream: {failure.message}")
+        return await self._attempt(call, route, trail)
 
     async def count_tokens(self, call: Call, plan: Plan) -> Outcome | None:
         """Forward a token count to the first route that has the endpoint, or return None."""
@@ -171,6 +189,7 @@ class Engine:
             client_headers=call.headers,
             query=call.query,
         )
+        trail.sent, trail.answered = time.perf_counter(), None
         try:
             response = await self._client.send(request)
         except UpstreamTimeout as error:
@@ -200,6 +219,7 @@ class Engine:
                 FailureClass.TIMEOUT if isinstance(error, UpstreamTimeout) else FailureClass.NETWORK
             )
             return Failure(kind, str(error))
+        trail.answered = time.perf_counter()
         if response.status >= 300:
             return self._failure(route, response.status, response.headers, body, received)
         parsed = whole_reply(adapter, body)
@@ -364,6 +384,7 @@ class Engine:
                 plan=trail.plan.route_plan_json,
                 cost_usd=costs.incremental,
                 list_cost_usd=costs.list_price,
+                upstream_ms=_upstream_ms(trail, now, served=route is not None and status < 300),
             ),
             settles=reservation,
         )
@@ -378,6 +399,10 @@ class _Trail:
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ttfb: float | None = None
+    sent: float = 0.0
+    """When the current attempt's request went upstream."""
+    answered: float | None = None
+    """When the current attempt's whole JSON reply had arrived (None for a stream)."""
     reached: bool = False
     retry_after_s: float | None = None
     reservation: Reservation | None = None
@@ -394,6 +419,16 @@ def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
     if route.rung is not None:
         headers.append(("x-rungway-rung", route.rung.label))
     return headers
+
+
+def _upstream_ms(trail: _Trail, now: float, *, served: bool) -> float:
+    """The time spent waiting on upstreams (see `RequestRecord.upstream_ms`)."""
+    # Failed attempts are timed whole (they hold no gateway work worth separating); the
+    # serving one from its send to its whole reply, or to `now`, its stream's end.
+    waited = sum(attempt.latency_ms for attempt in trail.attempts)
+    if served:
+        waited += _ms((trail.answered or now) - trail.sent)
+    return round(waited, 3)
 
 
 def _ms(seconds: float) -> float:

@@ -67,12 +67,15 @@ class GatewayApp:
         max_body_bytes: int,
         on_startup: Lifecycle,
         on_shutdown: Lifecycle,
+        metrics: Handler | None = None,
+        dashboard: Handler | None = None,
     ) -> None:
         self._planner = planner
         self._engine = engine
         self._keys = keys
         self._rate = rate
         self._admin = admin
+        self._dashboard = dashboard
         self._max_body = max_body_bytes
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
@@ -85,6 +88,8 @@ class GatewayApp:
             ("GET", "/v1/models"): self._models,
             ("GET", "/healthz"): self._health,
         }
+        if metrics is not None:
+            self._routes[("GET", "/metrics")] = metrics
         self._paths = {path for _, path in self._routes}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -97,6 +102,10 @@ class GatewayApp:
                 await handler(scope, receive, send)
             elif path.startswith(ADMIN_PREFIX):
                 await self._admin(scope, receive, send)
+            elif self._dashboard is not None and (
+                path == "/dashboard" or path.startswith("/dashboard/")
+            ):
+                await self._dashboard(scope, receive, send)
             else:
                 await self._no_route(scope, send, path)
         elif kind == "lifespan":
