@@ -102,6 +102,7 @@ def _explain(port: int, config_path: Path, sims: list[SimUpstream]) -> None:
         "messages=[{'role': 'user', 'content': 'hi'}])\n\n"
         "[bold]Claude Code[/] (the plan first, the API key when the plan's window is spent):\n"
         f"  ANTHROPIC_BASE_URL={base} ANTHROPIC_AUTH_TOKEN=demo claude\n\n"
+        f"[bold]dashboard[/]: {base}/dashboard    [bold]metrics[/]: {base}/metrics\n\n"
         "Every response names its connection in [cyan]x-rungway-connection[/]. Ctrl-C stops.",
         highlight=False,
         soft_wrap=True,

@@ -19,6 +19,7 @@ from rungway.adapters.base import ErrorQuota, StreamOnly, UpstreamRequest, Usage
 from rungway.budget import Reservation, Shortfall
 from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
+from rungway.engine.giving_up import every_attempt_failed
 from rungway.engine.output_limit import output_limit_in, within_output_limit
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
@@ -35,7 +36,6 @@ from rungway.engine.upstream import (
 from rungway.protocol import anthropic_messages, openai_chat, openai_responses
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
-from rungway.routing.autoid import Ladder
 
 _STREAM_ERROR_EVENTS = {
     Api.OPENAI_CHAT: openai_chat.stream_error_event,
@@ -46,18 +46,6 @@ _ERROR_BODIES: dict[Api, Callable[[int, str, str | None], bytes]] = {
     Api.OPENAI_CHAT: openai_chat.error_body,
     Api.OPENAI_RESPONSES: openai_responses.error_body,
     Api.ANTHROPIC_MESSAGES: anthropic_messages.error_body,
-}
-_GIVE_UP_STATUS = {
-    FailureClass.RATE_LIMITED: 429,
-    FailureClass.QUOTA_EXHAUSTED: 429,
-    FailureClass.BILLING: 402,
-    FailureClass.AUTH: 502,
-    FailureClass.MODEL_UNAVAILABLE: 404,
-    FailureClass.OVERLOADED: 503,
-    FailureClass.SERVER: 502,
-    FailureClass.TIMEOUT: 504,
-    FailureClass.NETWORK: 502,
-    FailureClass.CONTEXT_TOO_LONG: 400,
 }
 
 
@@ -326,31 +314,12 @@ class Engine:
             self._quota.observe(route.connection.id, windows, received)
 
     def _give_up(self, trail: _Trail) -> Refusal:
-        attempts = trail.attempts
-        if not attempts:
+        if not trail.attempts:
             return over_budget(trail.shortfalls, self._clock.now())
-        last = attempts[-1]
-        kinds = {FailureClass(attempt.outcome) for attempt in attempts}
-        if kinds <= {FailureClass.RATE_LIMITED, FailureClass.QUOTA_EXHAUSTED}:
-            status = 429
-        else:
-            status = _GIVE_UP_STATUS.get(FailureClass(last.outcome), 502)
-        tried = "; ".join(
-            f"{attempt.connection_id}: {attempt.outcome}"
-            + (f" (HTTP {attempt.status})" if attempt.status else "")
-            + (f" {attempt.detail}" if attempt.detail else "")
-            for attempt in attempts
-        )
-        noun = "connection" if len(attempts) == 1 else f"all {len(attempts)} connections"
-        message = f"{noun} serving {trail.plan.resolution.resolved!r} failed: {tried}"
+        refusal = every_attempt_failed(trail.attempts, trail.plan, trail.retry_after_s)
         if trail.reached:
-            self._record(trail, None, last.outcome, status)
-        retry_after = trail.retry_after_s if status == 429 else None
-        code = f"upstream_{last.outcome}"
-        if trail.plan.route_plan.ladder is Ladder.SUBSCRIPTION:
-            # Every verified plan connection failed at run time: still never a paid fallback.
-            code = "subscription_unavailable"
-        return Refusal(status, message, code=code, retry_after_s=retry_after)
+            self._record(trail, None, trail.attempts[-1].outcome, refusal.status)
+        return refusal
 
     def _record(self, trail: _Trail, route: Route | None, outcome: str, status: int) -> None:
         call = trail.call

@@ -1,0 +1,53 @@
+"""The answer when every route of a request has failed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rungway.engine.call import Refusal
+from rungway.engine.planning import Plan
+from rungway.engine.record import Attempt
+from rungway.protocol.failures import FailureClass
+from rungway.routing.autoid import Ladder
+
+GIVE_UP_STATUS = {
+    FailureClass.RATE_LIMITED: 429,
+    FailureClass.QUOTA_EXHAUSTED: 429,
+    FailureClass.BILLING: 402,
+    FailureClass.AUTH: 502,
+    FailureClass.MODEL_UNAVAILABLE: 404,
+    FailureClass.OVERLOADED: 503,
+    FailureClass.SERVER: 502,
+    FailureClass.TIMEOUT: 504,
+    FailureClass.NETWORK: 502,
+    FailureClass.CONTEXT_TOO_LONG: 400,
+}
+"""The status a client gets when the last failure was of each class."""
+
+
+def every_attempt_failed(
+    attempts: Sequence[Attempt], plan: Plan, retry_after_s: float | None
+) -> Refusal:
+    """One error naming each failed attempt; 429 with the earliest wait when every one was
+    rate limited or out of quota."""
+    last = attempts[-1]
+    kinds = {FailureClass(attempt.outcome) for attempt in attempts}
+    if kinds <= {FailureClass.RATE_LIMITED, FailureClass.QUOTA_EXHAUSTED}:
+        status = 429
+    else:
+        status = GIVE_UP_STATUS.get(FailureClass(last.outcome), 502)
+    tried = "; ".join(
+        f"{attempt.connection_id}: {attempt.outcome}"
+        + (f" (HTTP {attempt.status})" if attempt.status else "")
+        + (f" {attempt.detail}" if attempt.detail else "")
+        for attempt in attempts
+    )
+    noun = "connection" if len(attempts) == 1 else f"all {len(attempts)} connections"
+    message = f"{noun} serving {plan.resolution.resolved!r} failed: {tried}"
+    code = f"upstream_{last.outcome}"
+    if plan.route_plan.ladder is Ladder.SUBSCRIPTION:
+        # Every verified plan connection failed at run time: still never a paid fallback.
+        code = "subscription_unavailable"
+    return Refusal(
+        status, message, code=code, retry_after_s=retry_after_s if status == 429 else None
+    )
