@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import orjson
 from pydantic import SecretStr
@@ -248,11 +248,34 @@ class StreamOnly(Protocol):
         ...
 
 
+_CONFORMS: dict[tuple[type, type], bool] = {}
+
+
+def _conforms(adapter: object, capability: type) -> bool:
+    # Asked once per adapter class: a runtime protocol check walks the protocol's members
+    # each time, which on the request path costs more than the work it guards.
+    key = (type(adapter), capability)
+    known = _CONFORMS.get(key)
+    if known is None:
+        known = _CONFORMS[key] = isinstance(adapter, capability)
+    return known
+
+
+def reads_error_quota(adapter: object) -> bool:
+    """True when the adapter is `ErrorQuota`: its error bodies name quota windows."""
+    return _conforms(adapter, ErrorQuota)
+
+
+def streams_only(adapter: object) -> bool:
+    """True when the adapter is `StreamOnly`: its upstream always streams."""
+    return _conforms(adapter, StreamOnly)
+
+
 def whole_reply(adapter: object, body: bytes) -> dict[str, Any] | Failure:
     """An upstream's complete reply as a JSON object, or why it is not one."""
-    if isinstance(adapter, StreamOnly):
+    if streams_only(adapter):
         # The upstream streamed although the client asked for one reply.
-        return adapter.assemble_stream(body)
+        return cast(StreamOnly, adapter).assemble_stream(body)
     try:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError:

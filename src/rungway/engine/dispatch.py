@@ -11,11 +11,19 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import orjson
 from pydantic import SecretStr
 
-from rungway.adapters.base import ErrorQuota, StreamOnly, UpstreamRequest, Usage, whole_reply
+from rungway.adapters.base import (
+    ErrorQuota,
+    UpstreamRequest,
+    Usage,
+    reads_error_quota,
+    streams_only,
+    whole_reply,
+)
 from rungway.budget import Reservation, Shortfall
 from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
@@ -213,7 +221,7 @@ class Engine:
         parsed = whole_reply(adapter, body)
         if isinstance(parsed, Failure):
             return parsed
-        if isinstance(adapter, StreamOnly) or translation is not None:
+        if streams_only(adapter) or translation is not None:
             try:
                 body = (
                     translation.reply(adapter.api, parsed)
@@ -292,9 +300,9 @@ class Engine:
         self, route: Route, status: int, headers: Mapping[str, str], body: bytes, received: float
     ) -> Failure:
         adapter = route.adapter
-        if isinstance(adapter, ErrorQuota):
+        if reads_error_quota(adapter):
             # Some upstreams name the exhausted window only in the error body.
-            windows = adapter.error_windows(
+            windows = cast(ErrorQuota, adapter).error_windows(
                 route.connection,
                 status=status,
                 headers=headers,
