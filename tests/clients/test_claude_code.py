@@ -145,6 +145,10 @@ def test_claude_code_moves_to_the_cheap_rung_when_the_plan_is_spent(
     for row in rows:
         assert (row["rung"], row["connection_id"], row["outcome"]) == ("cheap", "cheap", "ok"), row
         assert row["api"] == "anthropic_messages", "the client still spoke Anthropic Messages"
+    # The spent plan is asked once: its window covers every model, so neither its other
+    # model in that request nor any later request tries it again.
+    tried = [attempt for row in rows for attempt in row["attempts"]]
+    assert [attempt["outcome"] for attempt in tried] == ["quota_exhausted"], tried
     sent = inference_requests(world.cheap)
     # Claude Code asks for more output than the cheap model allows: each request is refused
     # once with the model's limit and retried within it.

@@ -44,6 +44,7 @@ from rungway.engine.upstream import (
 from rungway.protocol import anthropic_messages, openai_chat, openai_responses
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
+from rungway.routing.snapshot import QuotaWindow, WindowStatus
 
 _STREAM_ERROR_EVENTS = {
     Api.OPENAI_CHAT: openai_chat.stream_error_event,
@@ -88,6 +89,8 @@ class Engine:
                 message = f"this request cannot be translated for another API: {error}"
                 return Refusal(400, message, "invalid_request")
         for route in plan.routes:
+            if route.connection.id in trail.spent:
+                continue
             hold = self._spending.hold(call, route, self._clock.now())
             if isinstance(hold, Shortfall):
                 # Checked on every attempt, fall-throughs included: this rung's budget (or
@@ -203,7 +206,7 @@ class Engine:
                 self._loop = asyncio.get_running_loop()
             self._loop.call_soon(self._read_quota, route, response.headers, received)
         else:
-            self._read_quota(route, response.headers, received)
+            header_windows = self._read_quota(route, response.headers, received)
         if call.stream and response.status == 200:
             return await self._relay(
                 call, route, trail, request=request, response=response, translation=translation
@@ -217,7 +220,9 @@ class Engine:
             return Failure(kind, str(error))
         trail.answered = time.perf_counter()
         if response.status >= 300:
-            return self._failure(route, response.status, response.headers, body, received)
+            return self._failure(
+                route, trail, response.status, response.headers, body, received, header_windows
+            )
         parsed = whole_reply(adapter, body)
         if isinstance(parsed, Failure):
             return parsed
@@ -296,13 +301,22 @@ class Engine:
         finally:
             trail.translation = translation
 
-    def _failure(
-        self, route: Route, status: int, headers: Mapping[str, str], body: bytes, received: float
+    def _failure(  # noqa: PLR0917 - one upstream answer, taken apart
+        self,
+        route: Route,
+        trail: _Trail,
+        status: int,
+        headers: Mapping[str, str],
+        body: bytes,
+        received: float,
+        header_windows: tuple[QuotaWindow, ...],
     ) -> Failure:
+        """Classify a failed answer; note a connection whose quota ran out for every model."""
         adapter = route.adapter
+        windows: tuple[QuotaWindow, ...] = header_windows
         if reads_error_quota(adapter):
             # Some upstreams name the exhausted window only in the error body.
-            windows = cast(ErrorQuota, adapter).error_windows(
+            named = cast(ErrorQuota, adapter).error_windows(
                 route.connection,
                 status=status,
                 headers=headers,
@@ -310,16 +324,24 @@ class Engine:
                 model=route.target.model,
                 now=received,
             )
-            if windows:
-                self._quota.observe(route.connection.id, windows, received)
-        return adapter.classify_failure(status, headers, body)
+            if named:
+                self._quota.observe(route.connection.id, named, received)
+                windows = (*windows, *named)
+        failure = adapter.classify_failure(status, headers, body)
+        if failure.kind is FailureClass.QUOTA_EXHAUSTED and _whole_connection_spent(windows):
+            # No other model on this connection can be served before the reset.
+            trail.spent.add(route.connection.id)
+        return failure
 
-    def _read_quota(self, route: Route, headers: Mapping[str, str], received: float) -> None:
+    def _read_quota(
+        self, route: Route, headers: Mapping[str, str], received: float
+    ) -> tuple[QuotaWindow, ...]:
         windows = route.adapter.read_quota(
             route.connection, model=route.target.model, headers=headers, now=received
         )
         if windows:
             self._quota.observe(route.connection.id, windows, received)
+        return windows
 
     def _give_up(self, trail: _Trail) -> Refusal:
         if not trail.attempts:
@@ -385,6 +407,20 @@ class _Trail:
     reservation: Reservation | None = None
     shortfalls: list[Shortfall] = field(default_factory=list)
     translation: Translation | None = None
+    spent: set[str] = field(default_factory=set)
+    """Connections whose quota ran out for every model during this request."""
+
+
+def _whole_connection_spent(windows: tuple[QuotaWindow, ...]) -> bool:
+    """True when a window that covers every model of the connection is exhausted."""
+    return any(
+        window.model is None
+        and (
+            window.status is WindowStatus.REJECTED
+            or (window.used_percent is not None and window.used_percent >= 100)
+        )
+        for window in windows
+    )
 
 
 def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
