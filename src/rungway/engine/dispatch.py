@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import cast
 
 import orjson
-from pydantic import SecretStr
 
 from rungway.adapters.base import (
     ErrorQuota,
@@ -28,10 +27,10 @@ from rungway.budget import Reservation, Shortfall
 from rungway.clock import Clock
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.giving_up import every_attempt_failed
-from rungway.engine.output_limit import output_limit_in, within_output_limit
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.relay import StreamRelay
+from rungway.engine.second_try import second_try
 from rungway.engine.spending import NO_COST, Spending, over_budget
 from rungway.engine.state import Budget, QuotaObserver
 from rungway.engine.translation import CodecFor, Translation
@@ -102,7 +101,9 @@ class Engine:
             sent = route.connection.credential()
             result = await self._attempt(call, route, trail)
             if isinstance(result, Failure):
-                result = await self._second_try(call, route, trail, result, sent)
+                result = await second_try(
+                    call, route, trail, result, sent=sent, attempt=self._attempt
+                )
             if not isinstance(result, Failure):
                 return result
             self._spending.release(trail.reservation)
@@ -136,22 +137,6 @@ class Engine:
                 # A named model has no larger-context alternative on another connection.
                 break
         return self._give_up(trail)
-
-    async def _second_try(
-        self, call: Call, route: Route, trail: _Trail, failure: Failure, sent: SecretStr | None
-    ) -> Outcome | Failure:
-        """One more attempt on the same route when the failure allows it: within the output
-        limit a refusal names, or with a renewed login token after a 401."""
-        if failure.kind is FailureClass.BAD_REQUEST:
-            return await self._within_output_limit(call, route, trail, failure)
-        source = route.connection.source
-        if failure.kind is not FailureClass.AUTH or source is None:
-            return failure
-        # A renewable login's token may just have expired: renew it and retry once.
-        problem = await source.refresh_after_unauthorized(sent)
-        if problem is not None:
-            return replace(failure, message=f"{problem}; upstream: {failure.message}")
-        return await self._attempt(call, route, trail)
 
     async def count_tokens(self, call: Call, plan: Plan) -> Outcome | None:
         """Forward a token count to the first route that has the endpoint, or return None."""
@@ -280,26 +265,6 @@ class Engine:
         headers[0] = ("content-type", "text/event-stream; charset=utf-8")
         headers.append(("cache-control", "no-cache"))
         return StreamReply(headers, relay.body(finish))
-
-    async def _within_output_limit(
-        self, call: Call, route: Route, trail: _Trail, failure: Failure
-    ) -> Outcome | Failure:
-        """Retry once within the output limit a refusal names (see `output_limit.py`)."""
-        limit = output_limit_in(failure.message)
-        translation = trail.translation
-        if limit is None:
-            return failure
-        if route.adapter.api is call.api or translation is None:
-            smaller = within_output_limit(call, limit)
-            return failure if smaller is None else await self._attempt(smaller, route, trail)
-        asked = translation.request.max_tokens
-        if asked is not None and asked <= limit:
-            return failure
-        trail.translation = translation.limited(limit)
-        try:
-            return await self._attempt(call, route, trail)
-        finally:
-            trail.translation = translation
 
     def _failure(  # noqa: PLR0917 - one upstream answer, taken apart
         self,
