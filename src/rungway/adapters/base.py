@@ -20,6 +20,7 @@ from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
+from rungway.translate.canonical import TokenUsage
 
 
 class SecretSource(Protocol):
@@ -108,6 +109,18 @@ class Usage:
     reasoning_tokens: int = 0
     cost_usd: float | None = None
     """What the upstream itself says the request cost (OpenRouter's `usage.cost`)."""
+
+    @classmethod
+    def of(cls, tokens: TokenUsage, cost_usd: float | None = None) -> Usage:
+        """The token counts a wire API's usage reader found, with the upstream's own cost."""
+        return cls(
+            tokens.input_tokens,
+            tokens.output_tokens,
+            tokens.cache_read_tokens,
+            tokens.cache_write_tokens,
+            tokens.reasoning_tokens,
+            cost_usd,
+        )
 
 
 class EventKind(Enum):

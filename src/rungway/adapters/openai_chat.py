@@ -22,6 +22,7 @@ from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
+from rungway.translate.openai_chat_stream import read_usage as read_chat_usage
 
 FORWARDED_CLIENT_HEADERS = ("user-agent", "openai-beta", "x-stainless-")
 """Client headers passed upstream as sent: the SDK's identity and beta opt-ins."""
@@ -168,19 +169,7 @@ def _stream_failure(data: bytes) -> Failure | None:
 def _usage(raw: object) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
-    prompt = int(raw.get("prompt_tokens") or 0)
-    prompt_details = raw.get("prompt_tokens_details") or {}
-    completion_details = raw.get("completion_tokens_details") or {}
-    cached = int(prompt_details.get("cached_tokens") or 0)
-    cache_write = int(prompt_details.get("cache_write_tokens") or 0)
-    return Usage(
-        input_tokens=max(0, prompt - cached - cache_write),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cache_read_tokens=cached,
-        cache_write_tokens=cache_write,
-        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
-        cost_usd=_reported_cost(raw.get("cost")),
-    )
+    return Usage.of(read_chat_usage(raw), _reported_cost(raw.get("cost")))
 
 
 def _reported_cost(value: object) -> float | None:

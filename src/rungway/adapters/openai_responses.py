@@ -24,6 +24,7 @@ from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
+from rungway.translate.openai_responses_stream import read_usage
 
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete"})
 """Events that end a Responses stream well, carrying the final `response` and its usage."""
@@ -142,20 +143,7 @@ def stream_failure(error: Mapping[str, Any]) -> Failure:
 
 def read_responses_usage(raw: object) -> Usage:
     """Token counts of a Responses `usage` object (B2, B4.10)."""
-    if not isinstance(raw, dict):
-        return Usage()
-    total_input = _int(raw.get("input_tokens"))
-    input_details = _object(raw.get("input_tokens_details"))
-    output_details = _object(raw.get("output_tokens_details"))
-    cached = _int(input_details.get("cached_tokens"))
-    cache_write = _int(input_details.get("cache_write_tokens"))
-    return Usage(
-        input_tokens=max(0, total_input - cached - cache_write),
-        output_tokens=_int(raw.get("output_tokens")),
-        cache_read_tokens=cached,
-        cache_write_tokens=cache_write,
-        reasoning_tokens=_int(output_details.get("reasoning_tokens")),
-    )
+    return Usage.of(read_usage(raw))
 
 
 def assemble_response(body: bytes) -> dict[str, Any] | Failure:
