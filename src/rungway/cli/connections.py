@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -58,8 +59,7 @@ def clear_cooldown(
     admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
 ) -> None:
     """End a connection's cooldown now, so the ladder may use it at once."""
-    path = f"/admin/connections/{connection_id}/clear-cooldown"
-    payload = admin_call("POST", path, config, url, admin_key_env)
+    payload = _act(connection_id, "clear-cooldown", config, url, admin_key_env)
     if payload["cleared"]:
         out.print(f"cleared the cooldown of [bold]{connection_id}[/]")
     else:
@@ -74,8 +74,7 @@ def disable(
     admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
 ) -> None:
     """Take a connection out of the ladder until it is enabled (or the gateway restarts)."""
-    path = f"/admin/connections/{quote(connection_id, safe='')}/disable"
-    payload = admin_call("POST", path, config, url, admin_key_env)
+    payload = _act(connection_id, "disable", config, url, admin_key_env)
     if payload["changed"]:
         out.print(f"disabled [bold]{connection_id}[/]: no request will be routed to it")
     else:
@@ -90,8 +89,7 @@ def enable(
     admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
 ) -> None:
     """Put a disabled connection back into the ladder."""
-    path = f"/admin/connections/{quote(connection_id, safe='')}/enable"
-    payload = admin_call("POST", path, config, url, admin_key_env)
+    payload = _act(connection_id, "enable", config, url, admin_key_env)
     if payload["changed"]:
         out.print(f"enabled [bold]{connection_id}[/]: the ladder may use it again")
     else:
@@ -108,3 +106,11 @@ def _window_line(window: dict[str, Any]) -> str:
 
 def _clock(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _act(
+    connection_id: str, action: str, config: Path | None, url: str | None, key_env: str
+) -> Any:
+    """POST one of the admin API's actions on a connection."""
+    path = f"/admin/connections/{quote(connection_id, safe='')}/{action}"
+    return admin_call("POST", path, config, url, key_env)
