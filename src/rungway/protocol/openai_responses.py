@@ -37,19 +37,6 @@ _ERROR_CODES = {
     FailureClass.BAD_REQUEST: _INVALID_PROMPT,
 }
 
-_CONTENT_ITEMS = frozenset({"message", "function_call", "custom_tool_call"})
-"""Output items whose `response.output_item.added` already shows the client an answer."""
-
-_CONTENT_EVENTS = frozenset(
-    {
-        "response.content_part.added",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-        "response.incomplete",
-    }
-)
-
 
 def check_request(body: dict[str, Any]) -> str | None:
     """Return what is wrong with a Responses request's shape, or None when it can be routed."""
@@ -246,27 +233,3 @@ def message_text(item: dict[str, Any]) -> str:
     """A message item's text: its `output_text` and `refusal` parts, joined."""
     parts = _parts(item.get("content"))
     return "".join(str(part.get("text") or part.get("refusal") or "") for part in parts)
-
-
-def is_content_event(data: bytes) -> bool:
-    """True when a stream event shows the client part of an answer, or ends the stream.
-
-    Events before the first content event (`response.created`, `response.in_progress`,
-    `codex.rate_limits`, an empty reasoning item) are the preamble a gateway may hold back
-    while it can still fall through to another connection. Failures are not content.
-    """
-    try:
-        event = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return True
-    if not isinstance(event, dict):
-        return True
-    kind = event.get("type")
-    if not isinstance(kind, str):
-        return False
-    if kind in _CONTENT_EVENTS:
-        return True
-    if kind == "response.output_item.added":
-        item = event.get("item")
-        return isinstance(item, dict) and item.get("type") in _CONTENT_ITEMS
-    return kind.startswith("response.") and kind.endswith(".delta")

@@ -28,7 +28,6 @@ from rungway.protocol.openai_responses import (
     error_body,
     function_call_item,
     function_tool,
-    is_content_event,
     message_item,
     message_text,
     reasoning_item,
@@ -134,39 +133,6 @@ def test_the_sdk_reads_the_stream_error_as_a_failed_response() -> None:
     assert isinstance(event, ResponseFailedEvent)
     assert event.response.error is not None
     assert event.response.error.message == "overloaded"
-
-
-def event(kind: str, **fields: Any) -> bytes:
-    """One event's data."""
-    return orjson.dumps({"type": kind, "sequence_number": 3, **fields})
-
-
-@pytest.mark.parametrize(
-    ("data", "content"),
-    [
-        (event("response.created", response={}), False),
-        (event("response.in_progress", response={}), False),
-        (event("response.queued", response={}), False),
-        (b'{"type":"codex.rate_limits","rate_limits":{}}', False),
-        (event("response.output_item.added", item={"type": "reasoning", "id": "rs_1"}), False),
-        (event("response.reasoning_summary_part.added", part={}), False),
-        (event("response.failed", response={}), False),
-        (event("error", message="x"), False),
-        (event("response.some_future_event"), False),
-        (event("response.output_item.added", item={"type": "message", "id": "m"}), True),
-        (event("response.output_item.added", item={"type": "function_call", "id": "f"}), True),
-        (event("response.output_text.delta", delta="Hi"), True),
-        (event("response.function_call_arguments.delta", delta="{"), True),
-        (event("response.reasoning_summary_text.delta", delta="hm"), True),
-        (event("response.reasoning_text.delta", delta="hm"), True),
-        (event("response.output_item.done", item={"type": "reasoning"}), True),
-        (event("response.completed", response={}), True),
-        (event("response.incomplete", response={}), True),
-        (b"not json", True),
-    ],
-)
-def test_content_events_and_preamble(data: bytes, content: bool) -> None:
-    assert is_content_event(data) is content
 
 
 def test_items_and_usage_match_the_sdk_types() -> None:
