@@ -19,6 +19,7 @@ import orjson
 from rungway.adapters.base import Connection, EventKind, UpstreamRequest, Usage, with_model
 from rungway.adapters.openai_chat import openai_headers
 from rungway.adapters.openai_errors import classify_openai_failure, wait_in_message
+from rungway.protocol import json_values
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
@@ -111,19 +112,19 @@ class OpenAIResponsesWatcher:
         """Classify one event by its type (the `event:` line, else the data's `type`)."""
         kind = event.event or _event_type(event.data)
         if kind in TERMINAL_EVENTS:
-            response = _object(_json(event.data).get("response"))
+            response = json_values.mapping(_json(event.data).get("response"))
             self.response = response
             self.usage = read_responses_usage(response.get("usage"))
             self.finished = True
             return EventKind.CONTENT
         if kind == "response.failed":
-            response = _object(_json(event.data).get("response"))
-            self.failure = stream_failure(_object(response.get("error")))
+            response = json_values.mapping(_json(event.data).get("response"))
+            self.failure = stream_failure(json_values.mapping(response.get("error")))
             return EventKind.ERROR
         if kind == "error":
             data = _json(event.data)
             # The error's fields sit at the top level (B2); some servers nest them.
-            self.failure = stream_failure(_object(data.get("error")) or data)
+            self.failure = stream_failure(json_values.mapping(data.get("error")) or data)
             return EventKind.ERROR
         if not self._content_seen:
             if not (kind.endswith(".delta") or kind == "response.output_item.done"):
@@ -161,7 +162,9 @@ def assemble_response(body: bytes) -> dict[str, Any] | Failure:
             return watcher.failure
         if (event.event or _event_type(event.data)) == "response.output_item.done":
             data = _json(event.data)
-            items[_int(data.get("output_index"), len(items))] = _object(data.get("item"))
+            items[json_values.count(data.get("output_index"), len(items))] = json_values.mapping(
+                data.get("item")
+            )
     if watcher.response is None:
         return Failure(FailureClass.NETWORK, "stream closed before response.completed")
     response = dict(watcher.response)
@@ -180,11 +183,3 @@ def _json(data: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def _object(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: object, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default

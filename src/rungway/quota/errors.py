@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
+from rungway.protocol import json_values
 from rungway.quota.headers import codex_window_name, fold_headers, read_anthropic_unified
 from rungway.quota.resets import parse_duration, parse_reset
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
@@ -92,19 +93,24 @@ def read_gemini_error(status: int, body: bytes, *, now: float) -> ErrorSignal:
     if status not in (429, 499):
         return NO_SIGNAL
     error = _error_object(_json(body))
-    details = [d for d in _list(error.get("details")) if isinstance(d, dict)]
+    details = [d for d in json_values.array(error.get("details")) if isinstance(d, dict)]
     info = _detail(details, "ErrorInfo")
-    metadata = _dict(info.get("metadata"))
+    metadata = json_values.mapping(info.get("metadata"))
     reason = _text(info.get("reason"))
-    violations = [v for v in _list(_detail(details, "QuotaFailure").get("violations")) if v]
-    quota_ids = [_text(_dict(v).get("quotaId")) for v in violations]
+    violations = [
+        v for v in json_values.array(_detail(details, "QuotaFailure").get("violations")) if v
+    ]
+    quota_ids = [_text(json_values.mapping(v).get("quotaId")) for v in violations]
     quota_ids.append(_text(metadata.get("quota_limit")))
     delay = _gemini_delay(details, metadata, _text(error.get("message")))
 
     if any("PerDay" in q or "Daily" in q for q in quota_ids):
         # Rule 1: daily exhaustion is terminal even when RetryInfo is short (section 0, 7).
         reset = _next_midnight_pacific(now)
-        models = {_text(_dict(_dict(v).get("quotaDimensions")).get("model")) for v in violations}
+        models = {
+            _text(json_values.mapping(json_values.mapping(v).get("quotaDimensions")).get("model"))
+            for v in violations
+        }
         windows = tuple(
             _rejected_window("1d", reset, now=now, model=m or None) for m in sorted(models)
         )
@@ -170,7 +176,7 @@ def read_openrouter_error(
     if status == 402:
         # A 402 is out of credits, even on `:free` models with a negative balance; only one
         # caused by the in-flight budget, with `Retry-After`, is worth waiting for (A7).
-        metadata = _dict(_error_object(_json(body)).get("metadata"))
+        metadata = json_values.mapping(_error_object(_json(body)).get("metadata"))
         if retry is not None and metadata.get("limit_source") == "openrouter_in_flight_budget":
             return ErrorSignal(retry_after_s=retry)
         return ErrorSignal(terminal=True)
@@ -257,7 +263,7 @@ def _error_object(payload: Any) -> dict[str, Any]:
     # Code Assist and Vertex sometimes wrap the error in an array, `[{"error": {...}}]` (A6.2).
     if isinstance(payload, list) and payload:
         payload = payload[0]
-    return _dict(_dict(payload).get("error"))
+    return json_values.mapping(json_values.mapping(payload).get("error"))
 
 
 def _detail(details: list[dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -266,14 +272,6 @@ def _detail(details: list[dict[str, Any]], kind: str) -> dict[str, Any]:
         if _text(detail.get("@type")).endswith(suffix):
             return detail
     return {}
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _text(value: Any) -> str:

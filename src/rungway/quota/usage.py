@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from rungway.protocol import json_values
 from rungway.quota.headers import codex_window_name
 from rungway.quota.resets import parse_reset
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
@@ -56,7 +57,7 @@ def read_claude_usage(body: bytes, *, now: float) -> tuple[QuotaWindow, ...]:
         if window is not None:
             windows[name] = window
     # The newer shape's `limits[]` list wins where it is present.
-    for limit in _list(data.get("limits")):
+    for limit in json_values.array(data.get("limits")):
         kind = limit.get("kind") if isinstance(limit, dict) else None
         if isinstance(kind, str) and kind in _LIMIT_KINDS:
             name = _LIMIT_KINDS[kind]
@@ -84,13 +85,13 @@ def read_codex_usage(body: bytes, *, now: float) -> UsageReading:
     Each window is named by its length (`5h`, `7d`, else `<n>m`), as `read_codex` names the
     header windows, so a polled reading and a header reading of one window are one window.
     """
-    rate_limit = _dict(_json_object(body).get("rate_limit"))
+    rate_limit = json_values.mapping(_json_object(body).get("rate_limit"))
     # `additional_rate_limits` and `code_review_rate_limit` are not read: they meter separate
     # features (extra metered models, code review), not the plan's model access, and one
     # running out leaves ordinary requests on the plan unaffected.
     windows = []
     for slot in _CODEX_SLOTS:
-        window = _codex_window(slot, _dict(rate_limit.get(f"{slot}_window")), now)
+        window = _codex_window(slot, json_values.mapping(rate_limit.get(f"{slot}_window")), now)
         if window is not None:
             windows.append(window)
     return UsageReading(tuple(windows))
@@ -136,7 +137,9 @@ def read_copilot_user(body: bytes, *, now: float) -> UsageReading:
     gateway uses). All are account-wide: a spent allowance gates the whole connection.
     """
     data = _json_object(body)
-    premium = _dict(_dict(data.get("quota_snapshots")).get("premium_interactions"))
+    premium = json_values.mapping(
+        json_values.mapping(data.get("quota_snapshots")).get("premium_interactions")
+    )
     windows = []
     if premium.get("unlimited") is True:
         windows.append(QuotaWindow("month", 0.0, None, now, source="poll"))
@@ -160,7 +163,7 @@ def read_copilot_user(body: bytes, *, now: float) -> UsageReading:
     limited = data.get("limited_user_quotas")
     if isinstance(limited, dict):
         # Free tier: `limited_user_quotas` holds what remains, `monthly_quotas` the allowance.
-        monthly = _dict(data.get("monthly_quotas"))
+        monthly = json_values.mapping(data.get("monthly_quotas"))
         reset = _reset(data.get("limited_user_reset_date"), now=now)
         for name in _FREE_COPILOT_QUOTAS:
             remaining = _number(limited.get(name))
@@ -179,8 +182,8 @@ def read_gemini_quota(body: bytes, *, now: float) -> UsageReading:
     When several buckets name one model, the most restrictive stands for it.
     """
     chosen: dict[str | None, QuotaWindow] = {}
-    for bucket in _list(_json_object(body).get("buckets")):
-        window = _gemini_window(_dict(bucket), now)
+    for bucket in json_values.array(_json_object(body).get("buckets")):
+        window = _gemini_window(json_values.mapping(bucket), now)
         if window is None:
             continue
         held = chosen.get(window.model)
@@ -223,7 +226,7 @@ def read_openrouter_key(body: bytes, *, now: float) -> UsageReading:
     """
     data = _json_object(body)
     # The endpoint wraps the key in `data`; the legacy sample in A7 is quoted bare.
-    key = _dict(data.get("data")) or data
+    key = json_values.mapping(data.get("data")) or data
     limit = _number(key.get("limit"))
     if limit is None:
         return UsageReading()
@@ -294,15 +297,7 @@ def _json_object(body: bytes) -> dict[str, Any]:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         return {}
-    return _dict(data)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+    return json_values.mapping(data)
 
 
 def _number(value: Any, *, text: bool = False) -> float | None:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import orjson
 
+from rungway.protocol import json_values
 from rungway.protocol.api import Api
 from rungway.translate.canonical import (
     Image,
@@ -106,7 +107,7 @@ class OpenAIChatCodec:
         if effort is None and body.get("reasoning_effort") not in (None, "none"):
             dropped.append("reasoning_effort")
         max_tokens = body.get("max_completion_tokens")
-        if not _is_int(max_tokens):
+        if json_values.whole(max_tokens) is None:
             max_tokens = body.get("max_tokens")
         user = body.get("user")
         return Request(
@@ -115,11 +116,11 @@ class OpenAIChatCodec:
             system=tuple(system),
             tools=_read_tools(body.get("tools"), dropped),
             tool_choice=_read_tool_choice(body.get("tool_choice"), dropped),
-            parallel_tool_calls=_bool(body.get("parallel_tool_calls")),
-            max_tokens=max_tokens if _is_int(max_tokens) else None,
-            temperature=_number(body.get("temperature")),
+            parallel_tool_calls=json_values.flag(body.get("parallel_tool_calls")),
+            max_tokens=json_values.whole(max_tokens),
+            temperature=json_values.number(body.get("temperature")),
             temperature_max=2.0,
-            top_p=_number(body.get("top_p")),
+            top_p=json_values.number(body.get("top_p")),
             stop=_read_stop_sequences(body.get("stop")),
             stream=body.get("stream") is True,
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
@@ -220,20 +221,6 @@ class OpenAIChatCodec:
 
 
 OPENAI_CHAT = OpenAIChatCodec()
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _bool(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
 
 
 def _read_messages(raw: list[Any], system: list[Text], dropped: list[str]) -> tuple[Message, ...]:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import orjson
 
+from rungway.protocol import json_values
 from rungway.protocol.failures import FailureClass
 from rungway.protocol.openai_chat import stream_error_event
 from rungway.protocol.sse import DONE, SseEvent, encode_event
@@ -81,21 +82,21 @@ def completion_id(reply_id: str) -> str:
 
 def read_usage(usage: dict[str, Any]) -> TokenUsage:
     """Chat usage as canonical usage: cached and cache-written tokens leave the input count."""
-    prompt_details = _object(usage.get("prompt_tokens_details"))
-    output_details = _object(usage.get("completion_tokens_details"))
+    prompt_details = json_values.mapping(usage.get("prompt_tokens_details"))
+    output_details = json_values.mapping(usage.get("completion_tokens_details"))
     # DeepSeek reports cache hits at the top level instead of in prompt_tokens_details.
-    cached = _count(prompt_details.get("cached_tokens")) or _count(
+    cached = json_values.count(prompt_details.get("cached_tokens")) or json_values.count(
         usage.get("prompt_cache_hit_tokens")
     )
-    written = _count(prompt_details.get("cache_write_tokens")) or _count(
+    written = json_values.count(prompt_details.get("cache_write_tokens")) or json_values.count(
         prompt_details.get("cache_creation_tokens")
     )
     return TokenUsage(
-        input_tokens=max(_count(usage.get("prompt_tokens")) - cached - written, 0),
-        output_tokens=_count(usage.get("completion_tokens")),
+        input_tokens=max(json_values.count(usage.get("prompt_tokens")) - cached - written, 0),
+        output_tokens=json_values.count(usage.get("completion_tokens")),
         cache_read_tokens=cached,
         cache_write_tokens=written,
-        reasoning_tokens=_count(output_details.get("reasoning_tokens")),
+        reasoning_tokens=json_values.count(output_details.get("reasoning_tokens")),
     )
 
 
@@ -129,14 +130,6 @@ def error_kind(error: dict[str, Any]) -> ErrorKind:
     if "invalid_request" in words or status == 400:
         return "bad_request"
     return "server"
-
-
-def _object(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 @dataclass(slots=True)
@@ -212,11 +205,11 @@ class ChatStreamReader:
         return Started(
             id=str(chunk.get("id") or ""),
             model=str(chunk.get("model") or self._request.model),
-            created=_count(created),
+            created=json_values.count(created),
         )
 
     def _read_choice(self, choice: dict[str, Any], out: list[Event]) -> None:
-        delta = _object(choice.get("delta"))
+        delta = json_values.mapping(choice.get("delta"))
         reasoning = delta.get("reasoning_content")
         if not isinstance(reasoning, str):
             reasoning = delta.get("reasoning")
@@ -300,7 +293,7 @@ class ChatStreamReader:
         call = self._call_for(fragment)
         if call.closed:
             return  # a late fragment for a block already closed has nowhere to go
-        function = _object(fragment.get("function"))
+        function = json_values.mapping(fragment.get("function"))
         call_id, name = fragment.get("id"), function.get("name")
         if call.id is None and isinstance(call_id, str) and call_id:
             call.id = call_id

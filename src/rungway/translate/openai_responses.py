@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import orjson
 
+from rungway.protocol import json_values
 from rungway.protocol.api import Api
 from rungway.protocol.openai_responses import (
     function_call_item,
@@ -220,34 +221,16 @@ def read_request(body: dict[str, Any]) -> Request:
         system=tuple(turns.system),
         tools=tuple(tools),
         tool_choice=_read_tool_choice(body.get("tool_choice"), dropped),
-        parallel_tool_calls=_flag(body.get("parallel_tool_calls")),
-        max_tokens=_whole(body.get("max_output_tokens")),
-        temperature=_number(body.get("temperature")),
+        parallel_tool_calls=json_values.flag(body.get("parallel_tool_calls")),
+        max_tokens=json_values.whole(body.get("max_output_tokens")),
+        temperature=json_values.number(body.get("temperature")),
         temperature_max=2.0,
-        top_p=_number(body.get("top_p")),
+        top_p=json_values.number(body.get("top_p")),
         stream=body.get("stream") is True,
         reasoning=_read_reasoning(reasoning.get("effort")),
-        user=_text(body.get("user")),
+        user=json_values.text(body.get("user")),
         dropped=tuple(dropped),
     )
-
-
-def _flag(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _whole(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def _tool(tool: object, dropped: dict[str, None]) -> Tool | None:
@@ -266,7 +249,7 @@ def _tool(tool: object, dropped: dict[str, None]) -> Tool | None:
     parameters = fields.get("parameters")
     if not isinstance(parameters, dict):
         parameters = {"type": "object", "properties": {}}
-    return Tool(name, _text(fields.get("description")), parameters)
+    return Tool(name, json_values.text(fields.get("description")), parameters)
 
 
 def _read_tool_choice(choice: object, dropped: dict[str, None]) -> str | None:

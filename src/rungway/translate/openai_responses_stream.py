@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from rungway.protocol import json_values
 from rungway.protocol.failures import FailureClass
 from rungway.protocol.openai_responses import (
     function_call_item,
@@ -59,23 +60,21 @@ ANTHROPIC_REDACTED = "rungway.anthropic.redacted:"
 """Marks a reasoning item's `encrypted_content` that carries Anthropic redacted thinking."""
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def read_usage(usage: object) -> TokenUsage:
     """Canonical usage for a response's `usage`: cached tokens are taken out of the input."""
     if not isinstance(usage, dict):
         return TokenUsage()
     details = usage.get("input_tokens_details") or {}
-    cached = _count(details.get("cached_tokens"))
-    writes = _count(details.get("cache_write_tokens"))
+    cached = json_values.count(details.get("cached_tokens"))
+    writes = json_values.count(details.get("cache_write_tokens"))
     return TokenUsage(
-        input_tokens=max(_count(usage.get("input_tokens")) - cached - writes, 0),
-        output_tokens=_count(usage.get("output_tokens")),
+        input_tokens=max(json_values.count(usage.get("input_tokens")) - cached - writes, 0),
+        output_tokens=json_values.count(usage.get("output_tokens")),
         cache_read_tokens=cached,
         cache_write_tokens=writes,
-        reasoning_tokens=_count((usage.get("output_tokens_details") or {}).get("reasoning_tokens")),
+        reasoning_tokens=json_values.count(
+            (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
+        ),
     )
 
 
