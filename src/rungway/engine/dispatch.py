@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -40,21 +40,9 @@ from rungway.engine.upstream import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
-from rungway.protocol import anthropic_messages, openai_chat, openai_responses
-from rungway.protocol.api import Api
+from rungway.protocol.errors import ERROR_BODIES, STREAM_ERROR_EVENTS
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
-
-_STREAM_ERROR_EVENTS = {
-    Api.OPENAI_CHAT: openai_chat.stream_error_event,
-    Api.OPENAI_RESPONSES: openai_responses.stream_error_event,
-    Api.ANTHROPIC_MESSAGES: anthropic_messages.stream_error_event,
-}
-_ERROR_BODIES: dict[Api, Callable[[int, str, str | None], bytes]] = {
-    Api.OPENAI_CHAT: openai_chat.error_body,
-    Api.OPENAI_RESPONSES: openai_responses.error_body,
-    Api.ANTHROPIC_MESSAGES: anthropic_messages.error_body,
-}
 
 
 class Engine:
@@ -131,7 +119,7 @@ class Engine:
                 body = result.body or b""
                 if route.adapter.api is not call.api:
                     # The upstream's error is in its own API's shape: say it in the client's.
-                    body = _ERROR_BODIES[call.api](status, result.message, "invalid_request")
+                    body = ERROR_BODIES[call.api](status, result.message, "invalid_request")
                 return Reply(status, _json_headers(call, route), body)
             if result.kind is FailureClass.CONTEXT_TOO_LONG and plan.route_plan.ladder is None:
                 # A named model has no larger-context alternative on another connection.
@@ -243,7 +231,7 @@ class Engine:
         relay = StreamRelay(
             response,
             adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk),
-            _STREAM_ERROR_EVENTS[call.api],
+            STREAM_ERROR_EVENTS[call.api],
             translation.stream(adapter.api) if translation is not None else None,
         )
         failure = await relay.prime()

@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Callable
 
 from rungway.adapters.base import EventKind, StreamWatcher
 from rungway.engine.upstream import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
+from rungway.protocol.errors import StreamErrorEvent
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
 
-StreamErrorEvent = Callable[[str, FailureClass | None], bytes]
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
 Finish = Callable[[str, Failure | None], None]

@@ -18,6 +18,7 @@ from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
 from rungway.protocol import anthropic_messages, openai_chat, openai_responses
 from rungway.protocol.api import Api
+from rungway.protocol.errors import ERROR_BODIES
 from rungway.server.admin import PREFIX as ADMIN_PREFIX
 from rungway.server.admin import AdminApi
 from rungway.server.asgi import (
@@ -45,11 +46,6 @@ _CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
     Api.OPENAI_CHAT: openai_chat.check_request,
     Api.OPENAI_RESPONSES: openai_responses.check_request,
     Api.ANTHROPIC_MESSAGES: anthropic_messages.check_request,
-}
-_ERROR_BODIES: dict[Api, Callable[[int, str, str | None], bytes]] = {
-    Api.OPENAI_CHAT: openai_chat.error_body,
-    Api.OPENAI_RESPONSES: openai_responses.error_body,
-    Api.ANTHROPIC_MESSAGES: anthropic_messages.error_body,
 }
 
 
@@ -290,7 +286,7 @@ async def _deliver(
 
 
 async def _refuse(send: Send, api: Api, request_id: str, refusal: Refusal) -> None:
-    body = _ERROR_BODIES[api](refusal.status, refusal.message, refusal.code)
+    body = ERROR_BODIES[api](refusal.status, refusal.message, refusal.code)
     headers = _base_headers(request_id) + list(refusal.headers)
     if refusal.retry_after_s is not None:
         headers.append(("retry-after", str(max(1, round(refusal.retry_after_s)))))
