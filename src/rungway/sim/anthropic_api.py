@@ -14,9 +14,9 @@ import uuid
 from typing import Any
 
 import orjson
-from starlette.types import Receive, Scope, Send
 
 from rungway.protocol.anthropic_messages import ERROR_TYPES
+from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import encode_event
 from rungway.sim.completion import Completion, anthropic_tool_turn, estimate_input_tokens
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from starlette.types import Receive, Scope, Send
 
+from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.sim.quota import Header
 
 JSON_CONTENT_TYPE = (b"content-type", b"application/json")

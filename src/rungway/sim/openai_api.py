@@ -17,9 +17,9 @@ import secrets
 from typing import Any
 
 import orjson
-from starlette.types import Receive, Scope, Send
 
 from rungway.clock import Clock
+from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import DONE, encode_event
 from rungway.sim.codex_quota import usage_limit_reply
 from rungway.sim.completion import Completion, ToolCall, chat_tool_turn, estimate_input_tokens

@@ -11,10 +11,10 @@ from types import TracebackType
 from typing import Any, Self
 
 import uvicorn
-from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from rungway.clock import Clock, FakeClock, SystemClock
+from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.runner import BackgroundServer, bind, uvicorn_config
 from rungway.sim.anthropic_api import AnthropicApi
 from rungway.sim.control import SimState, WindowState, handle_control

@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from starlette.types import Receive, Scope, Send
-
+from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.sim.completion import NO_TOOLS, Completion, ToolCall, ToolTurn, plan_completion
 from rungway.sim.exchange import (
     RecordedRequest,
