@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -181,22 +182,31 @@ def test_a_bad_requests_query_gets_a_400(start_gateway: StartGateway, query: str
     assert response.json()["error"]["type"] == "invalid_request"
 
 
-def test_a_unique_prefix_finds_a_request_and_an_ambiguous_one_gets_a_404(
+def test_a_unique_prefix_finds_a_request_and_an_ambiguous_one_lists_its_matches(
     start_gateway: StartGateway,
 ) -> None:
     gateway = start_gateway()
     assert _served_by(gateway, "fast") == "cheap"
-    (only,) = _requests(gateway)
-    # Every id starts with the gateway's per-process prefix: unique while one row has it.
-    shared = only["request_id"][:12]
-    unique = httpx.get(f"{gateway.url}/admin/requests/{shared}")
+    (first,) = _requests(gateway)
+    # Eight characters are the millisecond the request began: enough to name it.
+    unique = httpx.get(f"{gateway.url}/admin/requests/{first['request_id'][:8].upper()}")
     assert unique.status_code == 200, unique.text
-    assert unique.json()["request_id"] == only["request_id"]
+    assert unique.json()["request_id"] == first["request_id"]
     assert _served_by(gateway, "fast") == "cheap"
+    second = _requests(gateway)[0]
+    pairs = zip(first["request_id"], second["request_id"], strict=True)
+    shared = "".join(a for a, _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
+    assert shared, "ids minted a moment apart share their leading time characters"
     assert httpx.get(f"{gateway.url}/admin/requests/nothing-like-it").status_code == 404
     ambiguous = httpx.get(f"{gateway.url}/admin/requests/{shared}")
-    assert ambiguous.status_code == 404
-    assert "give more of its id" in ambiguous.json()["error"]["message"]
+    assert ambiguous.status_code == 409
+    body = ambiguous.json()
+    assert body["error"]["type"] == "ambiguous"
+    assert "2 request ids start with" in body["error"]["message"]
+    assert [row["request_id"] for row in body["matches"]] == [
+        first["request_id"],
+        second["request_id"],
+    ]
     assert httpx.post(f"{gateway.url}/admin/requests").status_code == 405
 
 

@@ -46,11 +46,12 @@ class MemoryLedger:
             rows = sorted(self.rows, key=lambda row: row.started_at, reverse=True)[:limit]
         return [_as_dict(row, plan=False) for row in rows]
 
-    def find(self, request_id: str) -> dict[str, Any] | None:
-        """One row with its route plan, by request id or a unique prefix of it; else None."""
+    def matching(self, prefix: str, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` rows whose id starts with `prefix`, oldest first, with plans."""
         with self._lock:
-            found = [row for row in self.rows if row.request_id.startswith(request_id)]
-        return _as_dict(found[0], plan=True) if len(found) == 1 else None
+            found = [row for row in self.rows if row.request_id.startswith(prefix)]
+        found.sort(key=lambda row: row.request_id)
+        return [_as_dict(row, plan=True) for row in found[:limit]]
 
     def flush(self) -> None:
         """Nothing is queued: rows are visible at once."""

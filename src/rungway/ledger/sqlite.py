@@ -143,10 +143,10 @@ class SqliteLedger:
         self.flush()
         return read_recent(self.path, limit)
 
-    def find(self, request_id: str) -> dict[str, Any] | None:
-        """One row with its route plan, by request id or a unique prefix of it; else None."""
+    def matching(self, prefix: str, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` rows whose id starts with `prefix`, oldest first, with plans."""
         self.flush()
-        return read_row(self.path, request_id)
+        return read_matching(self.path, prefix, limit)
 
     def flush(self) -> None:
         """Wait until every queued row is committed."""
@@ -273,18 +273,21 @@ def spent_since(path: Path, since: float, by: Grouping = "rung") -> dict[str, fl
     return {rung: float(total) for rung, total in rows}
 
 
-def read_row(path: Path, request_id: str) -> dict[str, Any] | None:
-    """One row by request id (a unique prefix of it is enough), or None."""
+def read_matching(path: Path, prefix: str, limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` rows whose request id starts with `prefix`, in id order, with plans."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     db.row_factory = sqlite3.Row
     try:
+        # A range over the primary key, so the lookup is an index seek: ids are ASCII
+        # letters and digits, all below "~".
         rows = db.execute(
-            "SELECT * FROM requests WHERE substr(request_id, 1, ?) = ? LIMIT 2",
-            (len(request_id), request_id),
+            "SELECT * FROM requests WHERE request_id >= ? AND request_id < ? "
+            "ORDER BY request_id LIMIT ?",
+            (prefix, prefix + "~", limit),
         ).fetchall()
     finally:
         db.close()
-    return _decoded(rows[0]) if len(rows) == 1 else None
+    return [_decoded(row) for row in rows]
 
 
 def _decoded(row: sqlite3.Row) -> dict[str, Any]:

@@ -27,8 +27,10 @@ from rungway.server.asgi import Receive, Scope, Send, request_headers, send_repl
 from rungway.server.auth import ClientKeys
 from rungway.server.openapi import SCHEMA
 from rungway.server.requests import (
+    MAX_MATCHES,
     BadRequestsQuery,
     RequestSource,
+    ambiguous,
     parse_requests_query,
     request_detail,
     request_summary,
@@ -168,12 +170,14 @@ class AdminApi:
 
     async def _request(self, request_id: str, send: Send, query_string: bytes) -> None:
         # Ledger reads touch the disk (and wait for queued rows): off the event loop.
-        row = await asyncio.to_thread(self._ledger.find, request_id)
-        if row is None:
-            message = f"no single request matches {request_id!r}; give more of its id"
-            await _error(send, 404, "not_found", message)
-            return
-        await _reply(send, 200, request_detail(row))
+        prefix = request_id.lower()
+        rows = await asyncio.to_thread(self._ledger.matching, prefix, MAX_MATCHES + 1)
+        if not rows:
+            await _error(send, 404, "not_found", f"no request id starts with {request_id!r}")
+        elif len(rows) == 1:
+            await _reply(send, 200, request_detail(rows[0]))
+        else:
+            await _reply(send, 409, ambiguous(request_id, rows))
 
     async def _recent_requests(self, send: Send, query_string: bytes) -> None:
         try:

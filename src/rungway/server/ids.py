@@ -1,22 +1,52 @@
-"""Request ids: unique, short, and free of a system call per request."""
+"""Request ids: short, random after a time prefix, sortable by when they were made.
+
+An id is 12 characters of lowercase Crockford base32 (digits and letters but i, l, o and
+u): 8 for the milliseconds since 2025-01-01 UTC, then 4 random (20 bits). Ids sort as
+their times do, and since requests rarely share a millisecond, the first 8 characters
+name one request; at a few requests a second, the first 6 (the 1.024 s it began in)
+usually do.
+"""
 
 from __future__ import annotations
 
-import itertools
-import os
+import random
+import time
+
+EPOCH_MS = 1_735_689_600_000
+"""2025-01-01T00:00:00Z: 40 bits of milliseconds from here last until 2059."""
+ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+"""In the order of the values, so ids compare as their times do."""
+LENGTH = 12
+
+# Every 10-bit value as its two characters: six lookups make an id.
+_PAIRS = tuple(high + low for high in ALPHABET for low in ALPHABET)
 
 
 class RequestIds:
-    """Hands out ids made of a random per-process prefix and a counter.
+    """Hands out request ids.
 
-    `uuid4()` reads the kernel's random source on every call; here only the prefix does,
-    once, and 48 random bits keep two processes' ids apart.
+    The random part comes from the `random` module, seeded from the kernel once per
+    process (and again in a forked child), so no id costs a system call: ids need to be
+    distinct, not unguessable.
     """
 
     def __init__(self) -> None:
-        self._prefix = os.urandom(6).hex()
-        self._counter = itertools.count(1)
+        self._random = random.Random()
 
     def new(self) -> str:
-        """The next id, such as `3f9c0a1b2c4d0000000001`."""
-        return f"{self._prefix}{next(self._counter):010x}"
+        """The next id, such as `1re85hc3h2mr`."""
+        return encode(time.time_ns() // 1_000_000, self._random.getrandbits(20))
+
+
+def encode(epoch_ms: int, noise: int) -> str:
+    """The id of the instant `epoch_ms` with 20 bits of `noise`."""
+    value = ((epoch_ms - EPOCH_MS) & (2**40 - 1)) << 20 | noise & (2**20 - 1)
+    pairs = _PAIRS
+    return (
+        pairs[value >> 50]
+        + pairs[value >> 40 & 1023]
+        + pairs[value >> 30 & 1023]
+        + pairs[value >> 20 & 1023]
+        + pairs[value >> 10 & 1023]
+        + pairs[value & 1023]
+    )

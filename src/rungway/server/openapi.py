@@ -197,6 +197,13 @@ _SCHEMAS: dict[str, Any] = {
         }
     ),
     "Requests": _object({"requests": {"type": "array", "items": _ref("RequestSummary")}}),
+    "Ambiguous": _object(
+        {
+            "error": _object({"type": _STRING, "message": _STRING}),
+            "matches": {"type": "array", "items": _ref("RequestSummary")},
+            "truncated": {"type": "boolean"},
+        }
+    ),
     "RoutePlan": _object(
         {
             "requested": _STRING,
@@ -357,6 +364,10 @@ SCHEMA: dict[str, Any] = {
             "get": {
                 "operationId": "getRequest",
                 "summary": "One ledger row with its route plan, by id or a unique prefix of it.",
+                "description": (
+                    "A prefix is matched without regard to case. A prefix that several ids "
+                    "share answers 409 with their summaries (at most 20)."
+                ),
                 "parameters": [
                     {
                         "name": "request_id",
@@ -370,7 +381,13 @@ SCHEMA: dict[str, Any] = {
                         },
                     }
                 ],
-                "responses": {"200": _json(_ref("RequestDetail"), "The row."), **_errors(404)},
+                "responses": {
+                    "200": _json(_ref("RequestDetail"), "The row."),
+                    **_errors(404),
+                    "409": _json(
+                        _ref("Ambiguous"), "Several ids start with the prefix: their summaries."
+                    ),
+                },
             }
         },
         "/admin/openapi.json": {

@@ -3,16 +3,20 @@
 The list holds the newest rows, newest first, each without its route plan to keep it
 light: `{"requests": [summary, ...]}`. The detail is one summary with its `plan`
 (candidates in order and every skip with its reason), found by id or a unique prefix.
+A prefix that several ids share is answered with those requests' summaries, so the caller
+can pick one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+MAX_MATCHES = 20
+"""An ambiguous prefix lists at most this many of the requests it matches."""
 
 
 class RequestSource(Protocol):
@@ -22,8 +26,8 @@ class RequestSource(Protocol):
         """The newest `limit` rows, newest first, without their route plans."""
         ...
 
-    def find(self, request_id: str) -> dict[str, Any] | None:
-        """One row with its route plan, by request id or a unique prefix of it; else None."""
+    def matching(self, prefix: str, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` rows whose request id starts with `prefix`, in id order, with plans."""
         ...
 
 
@@ -81,3 +85,18 @@ def request_summary(row: Mapping[str, Any]) -> dict[str, Any]:
 def request_detail(row: Mapping[str, Any]) -> dict[str, Any]:
     """One ledger row in full: the summary and its route plan (None for rows without one)."""
     return {**request_summary(row), "plan": row["plan"]}
+
+
+def ambiguous(prefix: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The 409 body for a prefix that several request ids share: an error and the matches."""
+    more = len(rows) > MAX_MATCHES
+    shown = rows[:MAX_MATCHES]
+    count = f"more than {MAX_MATCHES}" if more else str(len(shown))
+    return {
+        "error": {
+            "type": "ambiguous",
+            "message": f"{count} request ids start with {prefix!r}; give more of the id",
+        },
+        "matches": [request_summary(row) for row in shown],
+        "truncated": more,
+    }

@@ -73,18 +73,18 @@ def test_recent_lists_newest_first_without_plans_alike(
     assert memory.recent(10) == sqlite.recent(10)
 
 
-def test_find_takes_a_unique_prefix_and_returns_the_plan_alike(
+def test_matching_lists_every_row_a_prefix_names_with_its_plan_alike(
     ledgers: tuple[MemoryLedger, SqliteLedger],
 ) -> None:
     memory, sqlite = ledgers
     for ledger in ledgers:
-        assert ledger.find("aa") is None, "two ids start with aa"
-        assert ledger.find("zz") is None
-    found = sqlite.find("bb")
-    assert found is not None
+        assert [row["request_id"] for row in ledger.matching("aa", 5)] == ["aa01", "aa02"]
+        assert [row["request_id"] for row in ledger.matching("aa", 1)] == ["aa01"]
+        assert ledger.matching("zz", 5) == []
+        assert ledger.matching("a~", 5) == []
+    (found,) = sqlite.matching("bb", 5)
     assert found["request_id"] == "bb01"
     assert found["plan"] == orjson.loads(PLAN)
-    assert memory.find("bb") == found
-    assert memory.find("aa02") == sqlite.find("aa02")
-    assert sqlite.find("aa02") is not None
-    assert (sqlite.find("aa02") or {})["plan"] is None
+    assert memory.matching("bb", 5) == [found]
+    assert memory.matching("aa02", 5) == sqlite.matching("aa02", 5)
+    assert sqlite.matching("aa02", 5)[0]["plan"] is None
