@@ -1,4 +1,8 @@
-"""Talking to a running gateway's admin API from the command line."""
+"""Talking to a running gateway's admin API from the command line.
+
+The gateway is found at `--url`, else at the address of the config file the lookup rule
+picks (`config_file.py`), else at `http://127.0.0.1:4141`.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,17 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from rungway.cli.config_file import ConfigOption, find_config
 from rungway.config import ConfigError, load_settings
+
+__all__ = ["ConfigOption", "KeyEnvOption", "UrlOption", "admin_call", "admin_request"]
 
 err = Console(stderr=True)
 
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="Find the gateway (and its admin key) from this config."),
-]
+DEFAULT_URL = "http://127.0.0.1:4141"
+
 UrlOption = Annotated[
     str | None, typer.Option("--url", help="The gateway's base URL (overrides the config).")
 ]
@@ -29,37 +35,67 @@ KeyEnvOption = Annotated[
 ]
 
 
-def admin_call(method: str, path: str, config: Path | None, url: str | None, key_env: str) -> Any:
-    """Send one admin API request and return its JSON; exit with a clear message on error."""
-    base = url or _url_from(config)
+class GatewayUnreachable(Exception):
+    """No gateway answered at the address; the message says where and why."""
+
+
+def admin_request(
+    method: str, path: str, config: Path | None, url: str | None, key_env: str
+) -> tuple[int, Any]:
+    """Send one admin API request; its status and JSON body, whatever the status."""
+    base = url or gateway_url(config)
     request = urllib.request.Request(f"{base.rstrip('/')}{path}", method=method)
     key = os.environ.get(key_env)
     if key:
         request.add_header("authorization", f"Bearer {key}")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return json.load(response)
+            return response.status, json.load(response)
     except urllib.error.HTTPError as error:
         try:
-            message = json.load(error)["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = error.reason
-        err.print(f"[red]{method} {path}: HTTP {error.code}: {message}[/]", highlight=False)
-        raise typer.Exit(1) from None
-    except urllib.error.URLError as error:
-        err.print(f"[red]cannot reach the gateway at {base}: {error.reason}[/]", highlight=False)
-        raise typer.Exit(1) from None
+            return error.code, json.load(error)
+        except ValueError:
+            return error.code, {"error": {"message": str(error.reason)}}
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise GatewayUnreachable(f"cannot reach the gateway at {base}: {reason}") from None
 
 
-def _url_from(config: Path | None) -> str:
-    if config is None:
-        return "http://127.0.0.1:4141"
+def admin_call(method: str, path: str, config: Path | None, url: str | None, key_env: str) -> Any:
+    """Send one admin API request and return its JSON; exit with a clear message on error."""
     try:
-        settings = load_settings(config)
+        status, payload = admin_request(method, path, config, url, key_env)
+    except GatewayUnreachable as error:
+        err.print(f"[red]{escape(str(error))}[/]", highlight=False)
+        raise typer.Exit(1) from None
+    if status >= 400:
+        message = escape(error_message(payload))
+        err.print(f"[red]{method} {path}: HTTP {status}: {message}[/]", highlight=False)
+        raise typer.Exit(1)
+    return payload
+
+
+def error_message(payload: Any) -> str:
+    """The message of an admin API error body, or the body itself when it has none."""
+    try:
+        return str(payload["error"]["message"])
+    except (KeyError, TypeError):
+        return str(payload)
+
+
+def gateway_url(config: Path | None) -> str:
+    """The base URL of the gateway the picked config file describes."""
+    path = find_config(config)
+    if path is None:
+        return DEFAULT_URL
+    try:
+        settings = load_settings(path)
     except ConfigError as error:
         err.print(f"[red]{error}[/]")
         raise typer.Exit(2) from None
     host = settings.server.host
     if host in ("0.0.0.0", "::"):  # a wildcard bind is reached on loopback
         host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
     return f"http://{host}:{settings.server.port}"

@@ -1,55 +1,152 @@
-"""`rungway explain REQUEST_ID`: why a request went where it did."""
+"""`rungway explain REQUEST_ID`: why a request went where it did.
+
+The row comes from the running gateway's admin API when one answers, else from the ledger
+file; `--url` asks only the gateway, `--ledger` reads only the file.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rungway.app import default_ledger_path
+from rungway.cli.admin_client import (
+    GatewayUnreachable,
+    KeyEnvOption,
+    UrlOption,
+    admin_request,
+    error_message,
+)
+from rungway.cli.config_file import ConfigOption, find_config
 from rungway.config import ConfigError, load_settings
-from rungway.ledger.sqlite import read_row
+from rungway.ledger.sqlite import read_matching
+from rungway.server.requests import MAX_MATCHES
 
 out = Console()
 err = Console(stderr=True)
 
 
 def explain(
-    request_id: Annotated[str, typer.Argument(help="The x-rungway-request-id (or a prefix).")],
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="Read the ledger path from here.")
+    request_id: Annotated[
+        str, typer.Argument(help="The x-rungway-request-id, or its first 6 to 8 characters.")
+    ],
+    config: ConfigOption = None,
+    url: UrlOption = None,
+    ledger: Annotated[
+        Path | None, typer.Option(help="Read this ledger file, not the running gateway.")
     ] = None,
-    ledger: Annotated[Path | None, typer.Option(help="The ledger file itself.")] = None,
+    admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
 ) -> None:
     """Show a request's route plan: every candidate, every skip and every attempt."""
-    path = ledger or _ledger_from(config)
-    if not path.exists():
-        err.print(f"[red]no ledger at {path}[/]; pass --ledger or --config")
+    prefix = request_id.strip().lower()
+    if not prefix:
+        err.print("[red]give a request id or the first characters of one[/]")
         raise typer.Exit(2)
-    row = read_row(path, request_id)
-    if row is None:
-        err.print(f"[red]no single request matches {request_id!r} in {path}[/]")
+    if ledger is None:
+        try:
+            status, payload = admin_request(
+                "GET", f"/admin/requests/{prefix}", config, url, admin_key_env
+            )
+        except GatewayUnreachable as error:
+            if url is not None:
+                err.print(f"[red]{escape(str(error))}[/]", highlight=False)
+                raise typer.Exit(1) from None
+            ledger = _ledger_from(config)
+        else:
+            _from_gateway(prefix, status, payload)
+            return
+    _from_file(prefix, ledger)
+
+
+def _from_gateway(prefix: str, status: int, payload: Any) -> None:
+    if status == 200:
+        _render(payload)
+    elif status == 409:
+        _list_matches(prefix, payload["matches"], more=payload.get("truncated", False))
+    else:
+        err.print(f"[red]{escape(error_message(payload))}[/] (HTTP {status})", highlight=False)
         raise typer.Exit(1)
-    _render(row)
+
+
+def _from_file(prefix: str, path: Path) -> None:
+    if not path.exists():
+        err.print(
+            f"[red]no gateway answered and there is no ledger at {escape(str(path))}[/]; "
+            "start the gateway, or pass --url, --ledger or --config",
+            highlight=False,
+        )
+        raise typer.Exit(2)
+    rows = read_matching(path, prefix, MAX_MATCHES + 1)
+    if not rows:
+        err.print(f"[red]no request id starts with {prefix!r} in {escape(str(path))}[/]")
+        raise typer.Exit(1)
+    if len(rows) > 1:
+        _list_matches(prefix, rows[:MAX_MATCHES], more=len(rows) > MAX_MATCHES)
+    _render(_summary_shape(rows[0]))
+
+
+def _list_matches(prefix: str, rows: list[dict[str, Any]], *, more: bool) -> NoReturn:
+    count = f"more than {len(rows)}" if more else str(len(rows))
+    table = Table(
+        title=f"{count} requests start with {prefix!r}: give more of the id",
+        title_justify="left",
+    )
+    for column in ("request id", "started (UTC)", "model", "served by", "status"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["request_id"],
+            _iso(row["started_at"]),
+            row["requested_model"],
+            row["connection_id"] or "nothing",
+            str(row["status"]),
+        )
+    err.print(table)
+    raise typer.Exit(1)
+
+
+def _summary_shape(row: dict[str, Any]) -> dict[str, Any]:
+    """A ledger file's row in the admin API's shape, which `_render` reads."""
+    return {
+        **row,
+        "tokens": {
+            "input": row["input_tokens"],
+            "output": row["output_tokens"],
+            "cache_read": row["cache_read_tokens"],
+            "cache_write": row["cache_write_tokens"],
+            "reasoning": row["reasoning_tokens"],
+        },
+    }
+
+
+def _usd(amount: float | None) -> str:
+    return "unknown" if amount is None else f"${amount:.6f}"
+
+
+def _iso(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="seconds")
 
 
 def _ledger_from(config: Path | None) -> Path:
-    if config is None:
+    path = find_config(config)
+    if path is None:
         return default_ledger_path()
     try:
-        settings = load_settings(config)
+        settings = load_settings(path)
     except ConfigError as error:
-        err.print(f"[red]{error}[/]")
+        err.print(f"[red]{escape(str(error))}[/]", highlight=False)
         raise typer.Exit(2) from None
     return settings.ledger.path or default_ledger_path()
 
 
 def _render(row: dict[str, Any]) -> None:
-    started = dt.datetime.fromtimestamp(row["started_at"], dt.UTC).isoformat(timespec="seconds")
+    started = _iso(row["started_at"])
     served = row["connection_id"] or "nothing"
     out.print(
         f"[bold]{row['request_id']}[/] at {started}: [cyan]{row['requested_model']}[/] "
@@ -58,9 +155,11 @@ def _render(row: dict[str, Any]) -> None:
         + f", outcome {row['outcome']} (HTTP {row['status']}), {row['latency_ms']:.0f} ms",
         highlight=False,
     )
+    tokens = row["tokens"]
     out.print(
-        f"tokens: {row['input_tokens']} in, {row['output_tokens']} out, "
-        f"{row['cache_read_tokens']} cache read, {row['cache_write_tokens']} cache write",
+        f"tokens: {tokens['input']} in, {tokens['output']} out, "
+        f"{tokens['cache_read']} cache read, {tokens['cache_write']} cache write; "
+        f"cost {_usd(row['cost_usd'])}, at list price {_usd(row['list_cost_usd'])}",
         highlight=False,
     )
     plan = row["plan"] or {}
