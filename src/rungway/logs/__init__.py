@@ -1,0 +1,1 @@
+"""What the gateway tells its operator as it runs: access lines and log output."""
