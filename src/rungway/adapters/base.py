@@ -261,6 +261,16 @@ class StreamOnly(Protocol):
         ...
 
 
+@runtime_checkable
+class BaseUrlHint(Protocol):
+    """An adapter that can tell from a failed answer that the connection's base URL is
+    wrong, and how to correct it."""
+
+    def base_url_hint(self, base_url: str, status: int, body: bytes) -> str | None:
+        """The correction ("did you mean ...?") this answer calls for, or None."""
+        ...
+
+
 _CONFORMS: dict[tuple[type, type], bool] = {}
 
 
@@ -282,6 +292,13 @@ def reads_error_quota(adapter: object) -> bool:
 def streams_only(adapter: object) -> bool:
     """True when the adapter is `StreamOnly`: its upstream always streams."""
     return _conforms(adapter, StreamOnly)
+
+
+def hint_for_base_url(adapter: object, base_url: str, status: int, body: bytes) -> str | None:
+    """How to correct `base_url` when the adapter reads this answer as a wrong one."""
+    if not _conforms(adapter, BaseUrlHint):
+        return None
+    return cast(BaseUrlHint, adapter).base_url_hint(base_url, status, body)
 
 
 def whole_reply(adapter: object, body: bytes) -> dict[str, Any] | Failure:

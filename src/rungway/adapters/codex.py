@@ -54,6 +54,8 @@ _FORWARDED_CLIENT_HEADERS = (
 class CodexAdapter(OpenAIResponsesAdapter):
     """Responses at a Codex backend base URL (`https://chatgpt.com/backend-api/codex`)."""
 
+    versioned_base_url = False
+
     def build_request(
         self,
         connection: Connection,

@@ -36,6 +36,8 @@ _DEFAULT_USER_AGENT = "GitHubCopilotChat/0.26.7"
 class CopilotAdapter(OpenAIChatAdapter):
     """Chat Completions at a Copilot API base URL (`https://api.githubcopilot.com`)."""
 
+    versioned_base_url = False
+
     def build_request(
         self,
         connection: Connection,

@@ -4,6 +4,7 @@ Quirks handled here:
 - A streaming request gets `stream_options.include_usage` so the stream reports its tokens;
   when the client did not ask for that chunk, it is dropped again on the way back.
 - Error bodies are OpenAI's, classified in `openai_errors` (shared with the Responses API).
+- A 404 from a base URL without its version path says which URL was meant (`base_url_hint`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ from typing import Any
 import orjson
 
 from rungway.adapters.base import Connection, EventKind, UpstreamRequest, Usage, with_model
-from rungway.adapters.openai_errors import BILLING_CODES, classify_openai_failure
+from rungway.adapters.openai_errors import (
+    BILLING_CODES,
+    classify_openai_failure,
+    version_path_hint,
+)
 from rungway.protocol import openai_chat
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
@@ -33,6 +38,8 @@ class OpenAIChatAdapter:
     """Chat Completions against any OpenAI-compatible base URL (which includes `/v1`)."""
 
     api = Api.OPENAI_CHAT
+    versioned_base_url = True
+    """Whether this family's base URLs end in a version path; Copilot's do not."""
 
     def build_request(
         self,
@@ -79,6 +86,10 @@ class OpenAIChatAdapter:
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
         """Map an OpenAI-shaped error response to a failure class."""
         return classify_openai_failure(status, headers, body)
+
+    def base_url_hint(self, base_url: str, status: int, body: bytes) -> str | None:
+        """Suggest `{base_url}/v1` for a 404 from a base URL without a version path."""
+        return version_path_hint(base_url, status, body) if self.versioned_base_url else None
 
     def read_usage(self, response: dict[str, Any]) -> Usage:
         """Usage of a `chat.completion`; cached prompt tokens are split out of the input."""

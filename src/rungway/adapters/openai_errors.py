@@ -5,6 +5,11 @@ OpenAI-compatible vendors wrap it in an array or send a bare string, and the Cha
 backend answers malformed requests with `{"detail": "..."}` (A4.2). `insufficient_quota`
 (and `credit_balance_exhausted`) come as HTTP 429 but are billing failures, not rate
 limits: classify on `type` as well as `code`.
+
+A base URL without its version path (`https://api.openai.com` for
+`https://api.openai.com/v1`) reaches the server but not the API: OpenAI answers 404
+"Invalid URL (POST /chat/completions)", other servers a bare 404. `version_path_hint`
+turns that into the correction.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -21,6 +27,9 @@ from rungway.protocol.failures import Failure, FailureClass
 BILLING_CODES = frozenset({"insufficient_quota", "credit_balance_exhausted", "billing_not_active"})
 CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 _TRY_AGAIN = re.compile(r"(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)")
+# `v1`, `v4`, `v1beta`: the segment naming an API version (OpenAI `/v1`, Groq
+# `/openai/v1`, Gemini's `/v1beta/openai`).
+_VERSION_SEGMENT = re.compile(r"v\d+(?:[a-z]+\d*)?")
 
 
 def error_object(body: bytes) -> dict[str, Any]:
@@ -80,3 +89,19 @@ def classify_openai_failure(status: int, headers: Mapping[str, str], body: bytes
     if status >= 500:
         return failure(FailureClass.SERVER, retry_after)
     return failure(FailureClass.BAD_REQUEST)
+
+
+def has_version_path(base_url: str) -> bool:
+    """True when a segment of the URL's path names an API version (`/v1`, `/v1beta`)."""
+    segments = urlsplit(base_url).path.split("/")
+    return any(_VERSION_SEGMENT.fullmatch(segment) for segment in segments)
+
+
+def version_path_hint(base_url: str, status: int, body: bytes) -> str | None:
+    """The "did you mean {base_url}/v1?" for a 404 from a base URL without a version path."""
+    if status != 404 or has_version_path(base_url):
+        return None
+    # An unknown model is the API itself answering: the base URL is right.
+    if error_object(body).get("code") == "model_not_found":
+        return None
+    return f"did you mean {base_url.rstrip('/')}/v1?"

@@ -18,7 +18,11 @@ import orjson
 
 from rungway.adapters.base import Connection, EventKind, UpstreamRequest, Usage, with_model
 from rungway.adapters.openai_chat import openai_headers
-from rungway.adapters.openai_errors import classify_openai_failure, wait_in_message
+from rungway.adapters.openai_errors import (
+    classify_openai_failure,
+    version_path_hint,
+    wait_in_message,
+)
 from rungway.protocol import json_values
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
@@ -46,6 +50,8 @@ class OpenAIResponsesAdapter:
     """The Responses API against an OpenAI-compatible base URL (which includes `/v1`)."""
 
     api = Api.OPENAI_RESPONSES
+    versioned_base_url = True
+    """Whether this family's base URLs end in a version path; the Codex backend's do not."""
 
     def build_request(
         self,
@@ -79,6 +85,10 @@ class OpenAIResponsesAdapter:
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
         """Map an OpenAI-shaped error response to a failure class."""
         return classify_openai_failure(status, headers, body)
+
+    def base_url_hint(self, base_url: str, status: int, body: bytes) -> str | None:
+        """Suggest `{base_url}/v1` for a 404 from a base URL without a version path."""
+        return version_path_hint(base_url, status, body) if self.versioned_base_url else None
 
     def read_usage(self, response: dict[str, Any]) -> Usage:
         """Usage of a `response` object; cached input tokens are split out of the input."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import orjson
@@ -19,6 +19,7 @@ from rungway.adapters.base import (
     ErrorQuota,
     UpstreamRequest,
     Usage,
+    hint_for_base_url,
     reads_error_quota,
     streams_only,
     whole_reply,
@@ -281,6 +282,10 @@ class Engine:
                 self._quota.observe(route.connection.id, named, received)
                 windows = (*windows, *named)
         failure = adapter.classify_failure(status, headers, body)
+        hint = hint_for_base_url(adapter, route.connection.base_url, status, body)
+        if hint is not None:
+            # The server answered, but the API is not where the base URL points.
+            failure = replace(failure, message=f"{failure.message}; {hint}")
         if failure.kind is FailureClass.QUOTA_EXHAUSTED and _whole_connection_spent(windows):
             # No other model on this connection can be served before the reset.
             trail.spent.add(route.connection.id)
