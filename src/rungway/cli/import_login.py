@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -11,17 +12,57 @@ from rich.console import Console
 
 from rungway.config import ConfigError, CredentialStoreSettings, load_settings
 from rungway.credentials.logins import DEFAULT_SOURCES, LoginError, read_login
-from rungway.credentials.store import LOGIN_KINDS, LoginKind, StoreError
+from rungway.credentials.store import LOGIN_KINDS, LoginKind, StoredCredential, StoreError
 
 out = Console()
 err = Console(stderr=True)
 
-_CONNECTION: dict[LoginKind, tuple[str, str]] = {
+LOGIN_CONNECTION: dict[LoginKind, tuple[str, str]] = {
     # (provider, an example model the snippet lists)
     "claude": ("anthropic", "claude-sonnet-4-5"),
     "codex": ("codex", "gpt-5-codex"),
     "copilot": ("copilot", "gpt-4.1"),
 }
+"""The provider a connection using each kind of login names, and a model it serves."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedLogin:
+    """A login now kept in the credential store under `name`."""
+
+    kind: LoginKind
+    name: str
+    credential: StoredCredential
+    store_path: Path
+
+    def summary(self) -> str:
+        """One line saying where it is stored, when its token expires and whether it renews."""
+        expires_at = self.credential.expires_at
+        expiry = (
+            dt.datetime.fromtimestamp(expires_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+            if expires_at is not None
+            else "unknown"
+        )
+        renews = (
+            "renews itself"
+            if self.credential.refresh_token or self.kind == "copilot"
+            else "cannot renew"
+        )
+        return (
+            f"stored the {self.kind} login as {self.name} in {self.store_path} "
+            f"(access token expires {expiry}; {renews})"
+        )
+
+
+def store_login(
+    kind: LoginKind, name: str, source: str | None, settings: CredentialStoreSettings
+) -> ImportedLogin:
+    """Read the login of `kind` from `source` (or the tool's own file) and keep it encrypted
+    in the store as `name`; raises LoginError or StoreError saying what to fix."""
+    credential = read_login(kind, source)
+    store = settings.open()
+    store.put(name, credential)
+    return ImportedLogin(kind, name, credential, store.path)
 
 
 def import_login(
@@ -54,23 +95,12 @@ def import_login(
             load_settings(config).credentials if config is not None else CredentialStoreSettings()
         )
         with out.status(f"reading the {login} login from {source or DEFAULT_SOURCES[login]}"):
-            credential = read_login(login, source)
-            store = settings.open()
-            store.put(name, credential)
+            imported = store_login(login, name, source, settings)
     except (ConfigError, LoginError, StoreError) as error:
         err.print(f"[red]cannot import:[/] {error}")
         raise typer.Exit(1) from None
-    expiry = (
-        dt.datetime.fromtimestamp(credential.expires_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        if credential.expires_at is not None
-        else "unknown"
-    )
-    renews = "renews itself" if credential.refresh_token or login == "copilot" else "cannot renew"
-    out.print(
-        f"stored the {login} login as [bold]{name}[/] in {store.path} "
-        f"(access token expires {expiry}; {renews})"
-    )
-    provider, model = _CONNECTION[login]
+    out.print(imported.summary(), markup=False, highlight=False)
+    provider, model = LOGIN_CONNECTION[login]
     out.print("\nAdd it to the config's `connections`:\n")
     out.print(
         f"  - id: {name}\n"
