@@ -139,7 +139,7 @@ class AnthropicMessagesAdapter:
         return read_anthropic_api_key(headers, now=now)
 
     def usage_target(self, connection: Connection) -> PollTarget | None:
-        """A plan login's OAuth usage endpoint (provider-signals.md A2.5); keys have none."""
+        """A plan login's OAuth usage endpoint (docs/provider-signals.md A2.5); keys have none."""
         if connection.auth is not Auth.OAUTH or connection.secret is None:
             return None
         headers = CredentialHeaders(

@@ -2,7 +2,7 @@
 
 Copilot expects the editor identity headers its own clients send, and counts a premium
 request per user turn, which `X-Initiator` tells apart from an agent's follow-up turns
-(provider-signals.md A5.2). The seat's monthly premium-request allowance and whether use
+(docs/provider-signals.md A5.2). The seat's monthly premium-request allowance and whether use
 past it is billed (`overage_permitted`) come from `GET /copilot_internal/user` on the
 GitHub API host (A5.3), not on the Copilot API host. A spent allowance without overage is
 answered 402 `quota_exceeded` ("You have no quota"), as users of the chat API report.

@@ -1,6 +1,6 @@
 """OpenAI's error shape, shared by the Chat Completions and Responses upstream families.
 
-Bodies are `{"error":{"message","type","param","code"}}` (provider-signals.md A3); some
+Bodies are `{"error":{"message","type","param","code"}}` (docs/provider-signals.md A3); some
 OpenAI-compatible vendors wrap it in an array or send a bare string, and the ChatGPT
 backend answers malformed requests with `{"detail": "..."}` (A4.2). `insufficient_quota`
 (and `credit_balance_exhausted`) come as HTTP 429 but are billing failures, not rate

@@ -3,7 +3,7 @@
 A Responses stream is a sequence of `event: <type>` frames with no `[DONE]`; it ends with
 `response.completed` (or `response.incomplete`), which alone carries the usage, or fails
 with `response.failed` or a top-level `error` event inside the 200 stream
-(provider-signals.md B2). Until the first delta the stream is preamble a gateway may hold
+(docs/provider-signals.md B2). Until the first delta the stream is preamble a gateway may hold
 back: `response.created`, `response.in_progress`, the Codex backend's `codex.rate_limits`
 and the empty `output_item.added` / `content_part.added` openings. Usage counts cached
 tokens inside `input_tokens`, so they are split out (B4.10).

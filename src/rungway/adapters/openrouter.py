@@ -2,7 +2,7 @@
 
 A 402 means the account is out of credits, even on a `:free` model when the balance is
 negative; only a 402 from the in-flight budget, with `Retry-After`, is worth waiting for
-(provider-signals.md A7). `GET /key` reports the key's credit limit, which the poller
+(docs/provider-signals.md A7). `GET /key` reports the key's credit limit, which the poller
 reads as a "credits" window.
 """
 

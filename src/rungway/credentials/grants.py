@@ -1,7 +1,7 @@
 """The token endpoints: how each login kind renews its access token, and what came back.
 
 - Claude: `POST /v1/oauth/token`, a JSON refresh grant; the reply may omit a new refresh
-  token, and then the old one stays valid (provider-signals.md A2.1).
+  token, and then the old one stays valid (docs/provider-signals.md A2.1).
 - Codex: `POST /oauth/token`, a JSON refresh grant; the reply rotates the refresh token,
   and reusing a rotated one is refused with `refresh_token_reused` (A4.1).
 - Copilot: `GET /copilot_internal/v2/token` with the GitHub token exchanges it for a

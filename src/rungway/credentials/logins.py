@@ -1,7 +1,7 @@
 """Reading the logins other tools leave on disk: Claude Code, Codex and GitHub Copilot.
 
 - Claude Code keeps `~/.claude/.credentials.json` with `claudeAiOauth.{accessToken,
-  refreshToken, expiresAt}`, `expiresAt` in milliseconds (provider-signals.md A2.1).
+  refreshToken, expiresAt}`, `expiresAt` in milliseconds (docs/provider-signals.md A2.1).
 - Codex keeps `~/.codex/auth.json` with `tokens.{access_token, refresh_token, id_token,
   account_id}` and `last_refresh`; the access token is a JWT whose `exp` is its expiry (A4.1).
 - A GitHub Copilot login is a `gho_...` GitHub token (A5.1), given as a file holding the

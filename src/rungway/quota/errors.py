@@ -1,6 +1,6 @@
 """Read what an error response says about quota: which window ran out, and until when.
 
-A quota error marks its binding window rejected until the window's reset (SPEC section 4).
+A quota error marks its binding window rejected until the window's reset.
 Each reader returns an `ErrorSignal`; `NO_SIGNAL` when the response says nothing about
 quota. Readers never raise on a malformed body: an unreadable body is no signal.
 """
@@ -58,7 +58,7 @@ _GEMINI_DAY_ZONE = "America/Los_Angeles"
 
 
 def read_codex_error(status: int, body: bytes, *, now: float) -> ErrorSignal:
-    """A ChatGPT plan error from the Codex backend (provider-signals.md A4.5)."""
+    """A ChatGPT plan error from the Codex backend (docs/provider-signals.md A4.5)."""
     if status != 429:
         return NO_SIGNAL
     error = _error_object(_json(body))
@@ -170,7 +170,7 @@ def _next_midnight_pacific(now: float) -> float:
 def read_openrouter_error(
     status: int, headers: Mapping[str, str], body: bytes, *, now: float
 ) -> ErrorSignal:
-    """An OpenRouter 402 (credits) or 429 (rate limit) error (provider-signals.md A7)."""
+    """An OpenRouter 402 (credits) or 429 (rate limit) error (docs/provider-signals.md A7)."""
     folded = fold_headers(headers)
     retry = _retry_after(folded, now=now)
     if status == 402:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from rungway.quota.resets import parse_reset
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
 
-# provider-signals.md A2.3 gives `[a-z0-9_]+` for the claim; hyphens are allowed too because
+# docs/provider-signals.md A2.3 gives `[a-z0-9_]+` for the claim; hyphens are allowed too because
 # third-party captures also spell a model window `7d-sonnet` (A2.3, "Also reported").
 _UNIFIED = re.compile(
     r"anthropic-ratelimit-unified-(?P<claim>[a-z0-9_-]+?)-"
@@ -58,7 +58,7 @@ def fold_headers(headers: Mapping[str, str], prefix: str = "") -> dict[str, str]
 def read_anthropic_unified(
     headers: Mapping[str, str], *, model: str, now: float
 ) -> tuple[QuotaWindow, ...]:
-    """Claude plan windows from `anthropic-ratelimit-unified-*` (provider-signals.md A2.3).
+    """Claude plan windows from `anthropic-ratelimit-unified-*` (docs/provider-signals.md A2.3).
 
     `model` is the model of the request that carried the headers: model-scoped claims such
     as `7d_oi` are recorded against it.
@@ -208,7 +208,7 @@ def _bucket_window(
 
 
 def read_codex(headers: Mapping[str, str], *, now: float) -> tuple[QuotaWindow, ...]:
-    """ChatGPT plan windows from `x-codex-*` headers (provider-signals.md A4.3).
+    """ChatGPT plan windows from `x-codex-*` headers (docs/provider-signals.md A4.3).
 
     Each window is named by its length (`5h`, `7d`, else `<n>m`), never by its primary or
     secondary slot. An extra metered family `x-codex-<family>-*` gets its family as a name

@@ -1,7 +1,7 @@
 """Turn the many spellings of "when does this window reset" into one epoch instant.
 
 Upstreams write reset instants as epoch seconds or milliseconds, relative seconds, Go and
-protobuf durations, RFC 3339 timestamps, bare dates and HTTP-dates (provider-signals.md
+protobuf durations, RFC 3339 timestamps, bare dates and HTTP-dates (docs/provider-signals.md
 A9 lists where each appears). `parse_reset` accepts all of them and anchors relative values
 at `now`, the instant the response was received, never at parse time (A9 step 7).
 """
@@ -59,7 +59,7 @@ def parse_reset(value: str, *, now: float, relative: bool = False) -> float | No
     `relative` marks fields that are deltas by definition (`retry-after`,
     `*-reset-after-seconds`, `resets_in_seconds`, `x-ratelimit-reset-*`). An instant already
     in the past comes back as `now`: the window it described is over, and a reading whose
-    reset has passed is stale whatever its age (A9 step 5; SPEC section 4).
+    reset has passed is stale whatever its age (A9 step 5).
     """
     text = value.strip()
     if not text:

@@ -3,7 +3,7 @@
 Each reader takes the body an endpoint returned and `now`, the instant it was received, and
 returns what the body says; an unreadable body says nothing, so readers never raise.
 
-- Claude `/api/oauth/usage` (provider-signals.md A2.5): percent used (0..100, not a
+- Claude `/api/oauth/usage` (docs/provider-signals.md A2.5): percent used (0..100, not a
   fraction) and ISO-8601 resets. Only the account-wide windows are taken: its per-model
   keys are codenames that do not name a model id, so per-model windows come from the
   response headers of requests to that model instead.
@@ -80,7 +80,7 @@ def _claude_window(name: str, entry: Any, now: float) -> QuotaWindow | None:
 
 
 def read_codex_usage(body: bytes, *, now: float) -> UsageReading:
-    """The ChatGPT plan's windows from the `wham/usage` body (provider-signals.md A4.4).
+    """The ChatGPT plan's windows from the `wham/usage` body (docs/provider-signals.md A4.4).
 
     Each window is named by its length (`5h`, `7d`, else `<n>m`), as `read_codex` names the
     header windows, so a polled reading and a header reading of one window are one window.

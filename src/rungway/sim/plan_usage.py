@@ -1,7 +1,7 @@
 """A Claude plan's OAuth usage endpoint: percent used (0..100) and ISO resets per window.
 
 `GET /api/oauth/usage` answers only plan logins, and is itself rate limited, about 30
-reads an hour (provider-signals.md A2.5): past that it answers 429 with `Retry-After`.
+reads an hour (docs/provider-signals.md A2.5): past that it answers 429 with `Retry-After`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ whole lengths if the clock jumped). A request is admitted unless a window that a
 to its model is already at or over capacity; admission charges every applicable window
 with the request's full, deterministic usage (real providers likewise charge an
 estimate when the request starts). A "soft" window never refuses: it keeps counting past
-its capacity, as a Copilot seat with overage permitted does (provider-signals.md A5.3).
+its capacity, as a Copilot seat with overage permitted does (docs/provider-signals.md A5.3).
 
 Header formats follow docs/provider-signals.md: the Claude-plan "unified" family (A2.3,
 epoch-second resets, fractional utilization), the Anthropic API-key family (A1, RFC 3339

@@ -3,7 +3,8 @@
 A scenario names the wire API served, the credential accepted, the models offered, the
 quota windows and which header family reports them, the provider's usage endpoint (and
 its provider-specific settings), the shape of generated replies (including the tools the
-simulated model calls) and the faults queued at start.
+simulated model calls) and the faults queued at start. Section numbers such as A4.3 are
+those of docs/provider-signals.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Simulated OAuth token endpoints, mounted on a sim whose scenario has an `oauth:` section.
 
-Three styles, as the real services answer (provider-signals.md A2.1, A4.1, A5.1):
+Three styles, as the real services answer (docs/provider-signals.md A2.1, A4.1, A5.1):
 - `anthropic`: `POST /v1/oauth/token`, a JSON refresh grant; the reply omits a new refresh
   token unless `rotate_refresh_token` is set; an unknown refresh token is `invalid_grant`.
 - `codex`: `POST /oauth/token`, JSON or form-encoded; every reply rotates the refresh

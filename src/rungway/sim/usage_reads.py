@@ -2,7 +2,7 @@
 
 Every provider's usage endpoint answers only its own credential and is itself rate
 limited: past `usage_reads_per_hour` reads in the last hour it answers 429 with
-`Retry-After` (provider-signals.md A2.5 and the Appendix, "polled too fast"). The
+`Retry-After` (docs/provider-signals.md A2.5 and the Appendix, "polled too fast"). The
 endpoints differ only in the shape of their refusals, which each one supplies.
 """
 

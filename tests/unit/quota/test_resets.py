@@ -1,4 +1,4 @@
-"""Every reset spelling in provider-signals.md A9, anchored at a fixed receive time."""
+"""Every reset spelling in docs/provider-signals.md A9, anchored at a fixed receive time."""
 
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ def test_credits_can_be_set_over_the_control_api(key_sim: SimUpstream) -> None:
     state = key_sim.state()
     assert state.credits is not None
     assert state.credits.limit_remaining == 1.0
-    # A negative balance refuses even free models (A7).
+    # A negative balance refuses even free models (docs/provider-signals.md A7).
     request(key_sim.url, "POST", "/_sim/credits", {"remaining": -0.5})
     assert (send(key_sim, FREE).status, send(key_sim, FREE).json()) == (402, INSUFFICIENT)
     bad = request(key_sim.url, "POST", "/_sim/credits", {"remaining": "lots"})

@@ -85,7 +85,7 @@ def body(**overrides: Any) -> dict[str, Any]:
 
 
 def codex_body(**overrides: Any) -> dict[str, Any]:
-    """A request body as the Codex backend takes it (A4.2)."""
+    """A request body as the Codex backend takes it (docs/provider-signals.md A4.2)."""
     return body(instructions="", store=False, stream=True, **overrides)
 
 
