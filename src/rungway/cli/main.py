@@ -8,6 +8,7 @@ from rungway.cli.connections import connections
 from rungway.cli.demo import demo
 from rungway.cli.doctor import doctor
 from rungway.cli.explain import explain
+from rungway.cli.init import init
 from rungway.cli.serve import serve
 from rungway.cli.sim_upstream import sim_upstream
 from rungway.cli.spend import spend
@@ -20,6 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("init")(init)
 app.command("serve")(serve)
 app.command("demo")(demo)
 app.command("sim-upstream")(sim_upstream)
