@@ -1,7 +1,7 @@
 """The ChatGPT plan's Codex backend: the Responses API at `chatgpt.com/backend-api/codex`.
 
 A Codex login authenticates with its OAuth access token as a bearer and names the
-workspace in `ChatGPT-Account-Id`, read from the token's own claims (provider-signals.md
+workspace in `ChatGPT-Account-Id`, read from the token's own claims (docs/provider-signals.md
 A4.1). The backend takes only what the first-party Codex client sends (A4.2): it needs
 `instructions` (empty is fine), refuses storage and non-streamed requests, and rejects
 sampling and output caps, so those are dropped; encrypted reasoning is asked for so that
