@@ -27,6 +27,7 @@ from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, Stat
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
+from rungway.logs.access import AccessLog
 from rungway.metrics.collector import StateCollector
 from rungway.metrics.endpoint import MetricsEndpoint
 from rungway.metrics.recorder import MetricsRecorder
@@ -59,6 +60,8 @@ class Gateway:
     ledger: SqliteLedger | MemoryLedger
     quota: QuotaBoard | None
     """The live quota, cooldown and breaker state (None when a test supplies its own)."""
+    roster: Roster
+    """Which connection serves which model on which rung."""
 
 
 def build_gateway(
@@ -151,7 +154,7 @@ def build_gateway(
     )
     engine = Engine(
         client=client,
-        recorder=MetricsRecorder(store, metrics),
+        recorder=AccessLog(MetricsRecorder(store, metrics)),
         quota=observer,
         budget=budget,
         clock=clock,
@@ -205,7 +208,7 @@ def build_gateway(
         metrics=MetricsEndpoint(metrics.registry, secrets.get("admin")),
         dashboard=DashboardPages(),
     )
-    return Gateway(app, store, board)
+    return Gateway(app, store, board, roster)
 
 
 def builtin_catalog() -> list[CatalogEntry]:

@@ -1,10 +1,10 @@
 """Access lines: one per model request, saying what asked, what served it, and what it cost.
 
-A request that reached an upstream is logged from its ledger row, as the row passes on its
-way to the ledger; one the gateway refused itself (a malformed body, an unknown model, no
-usable plan) is logged where it is refused. Each line is a log record on the
-`rungway.access` logger: its message reads on a terminal, and its `access` attribute
-holds the same facts as fields for the JSON output.
+A request that a connection served is logged from its ledger row, as the row passes on
+its way to the ledger; every other request is refused (a malformed body, an unknown
+model, no usable plan, every attempt failed) and logged where the server refuses it.
+Each line is a log record on the `rungway.access` logger: its message reads on a
+terminal, and its `fields` attribute holds the same facts for the JSON output.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ class AccessLog:
     def record(self, row: RequestRecord, settles: Reservation | None = None) -> None:
         """Hand `row` on first, then log it: a logging failure must not lose a row."""
         self._inner.record(row, settles)
-        if log.isEnabledFor(logging.INFO):
+        # A request nothing served is refused, and the server logs each refusal.
+        if row.connection_id is not None and log.isEnabledFor(logging.INFO):
             fields = served_fields(row)
-            log.info(served_line(fields), extra={"access": fields})
+            log.info(served_line(fields), extra={"fields": fields})
 
 
 def served_fields(row: RequestRecord) -> dict[str, Any]:
-    """The access fields of a request that reached an upstream."""
+    """The access fields of a request a connection served."""
     return {
         "request_id": row.request_id,
         "api": row.api,
@@ -49,7 +50,7 @@ def served_fields(row: RequestRecord) -> dict[str, Any]:
         "latency_ms": round(row.latency_ms, 1),
         "cost_usd": row.cost_usd,
         "list_cost_usd": row.list_cost_usd,
-        "fall_throughs": len(row.attempts) - (row.connection_id is not None),
+        "fall_throughs": sum(a.connection_id != row.connection_id for a in row.attempts),
         "client_key": row.client_key,
     }
 
@@ -86,10 +87,10 @@ def log_refusal(
         "outcome": refusal.code or "refused",
         "latency_ms": round(latency_ms, 1),
         "cost_usd": 0.0,
-        "message": refusal.message,
+        "detail": refusal.message,
     }
     log.info(
         f"{request_id} {model or '-'} -> refused {refusal.status} {fields['outcome']} "
         f"{latency_ms:.0f} ms: {refusal.message}",
-        extra={"access": fields},
+        extra={"fields": fields},
     )

@@ -25,7 +25,7 @@ LogFormat = Literal["text", "json"]
 
 
 class JsonLines(logging.Formatter):
-    """One JSON object a line: time, level, logger, message, and an access line's fields."""
+    """One JSON object a line: time, level, logger, message, and any fields the record carries."""
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as a single line of JSON."""
@@ -35,7 +35,7 @@ class JsonLines(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        fields = getattr(record, "access", None)
+        fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             payload.update(fields)
         if record.exc_info and not record.exc_text:

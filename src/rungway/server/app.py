@@ -16,6 +16,7 @@ import orjson
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
+from rungway.logs.access import log_refusal
 from rungway.protocol import anthropic_messages, openai_chat, openai_responses
 from rungway.protocol.api import Api
 from rungway.protocol.errors import ERROR_BODIES
@@ -41,6 +42,8 @@ log = logging.getLogger("rungway.server")
 
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
 Lifecycle = Callable[[], Awaitable[None]]
+# The root sends a browser on to the dashboard, which also serves the site's icon.
+_DASHBOARD_PATHS = frozenset({"/", "/favicon.ico", "/dashboard"})
 
 _CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
     Api.OPENAI_CHAT: openai_chat.check_request,
@@ -99,7 +102,7 @@ class GatewayApp:
             elif path.startswith(ADMIN_PREFIX):
                 await self._admin(scope, receive, send)
             elif self._dashboard is not None and (
-                path == "/dashboard" or path.startswith("/dashboard/")
+                path in _DASHBOARD_PATHS or path.startswith("/dashboard/")
             ):
                 await self._dashboard(scope, receive, send)
             else:
@@ -123,9 +126,16 @@ class GatewayApp:
             return
         plan = await self._planner.plan(call)
         if isinstance(plan, Refusal):
-            await _refuse(send, api, call.request_id, plan)
+            await self._refuse(
+                send, api, call.request_id, plan, started=started, model=call.body.get("model")
+            )
             return
         outcome = await self._engine.complete(call, plan)
+        if isinstance(outcome, Refusal):
+            await self._refuse(
+                send, api, call.request_id, outcome, started=started, model=call.body.get("model")
+            )
+            return
         await _deliver(send, receive, api, call.request_id, outcome)
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -172,13 +182,15 @@ class GatewayApp:
                 if missing
                 else "the client key is not valid for this gateway; check the key you configured"
             )
-            await _refuse(send, api, request_id, Refusal(401, message, "invalid_api_key"))
+            refusal = Refusal(401, message, "invalid_api_key")
+            await self._refuse(send, api, request_id, refusal, started=started)
             return None
         try:
             raw = await read_body(receive, headers, self._max_body)
         except BodyTooLarge:
             message = f"the request body is over this gateway's limit of {self._max_body} bytes"
-            await _refuse(send, api, request_id, Refusal(413, message, "request_too_large"))
+            refusal = Refusal(413, message, "request_too_large")
+            await self._refuse(send, api, request_id, refusal, started=started)
             return None
         except ClientGone:
             return None
@@ -186,11 +198,13 @@ class GatewayApp:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as error:
             message = f"the request body is not valid JSON: {error}"
-            await _refuse(send, api, request_id, Refusal(400, message, "invalid_json"))
+            refusal = Refusal(400, message, "invalid_json")
+            await self._refuse(send, api, request_id, refusal, started=started)
             return None
         if not isinstance(body, dict):
             message = "the request body must be a JSON object"
-            await _refuse(send, api, request_id, Refusal(400, message, "invalid_request"))
+            refusal = Refusal(400, message, "invalid_request")
+            await self._refuse(send, api, request_id, refusal, started=started)
             return None
         problem = (
             anthropic_messages.check_request(body, count_tokens=True)
@@ -198,7 +212,10 @@ class GatewayApp:
             else _CHECKS[api](body)
         )
         if problem is not None:
-            await _refuse(send, api, request_id, Refusal(400, problem, "invalid_request"))
+            refusal = Refusal(400, problem, "invalid_request")
+            await self._refuse(
+                send, api, request_id, refusal, started=started, model=body.get("model")
+            )
             return None
         # Only well-formed model requests count against a key's rate; token counts do not.
         wait = None if count else self._rate.admit(client_key)
@@ -209,7 +226,9 @@ class GatewayApp:
                 f"retry in {max(1, round(wait))} s"
             )
             refusal = Refusal(429, message, "rate_limit_exceeded", retry_after_s=wait)
-            await _refuse(send, api, request_id, refusal)
+            await self._refuse(
+                send, api, request_id, refusal, started=started, model=body.get("model")
+            )
             return None
         query = scope.get("query_string", b"").decode("latin-1")
         return Call(
@@ -250,8 +269,31 @@ class GatewayApp:
             allowed = sorted(method for method, known in self._routes if known == path)
             refusal = Refusal(405, f"{scope['method']} is not allowed on {path}; use {allowed[0]}")
         else:
-            refusal = Refusal(404, f"no such endpoint: {scope['method']} {path}", "not_found")
-        await _refuse(send, api, self._ids.new(), refusal)
+            message = f"no such endpoint: {scope['method']} {path}"
+            if "/v1" + path in self._paths:  # a base URL without its version path
+                message += f"; did you mean /v1{path}? (a base URL for this gateway ends in /v1)"
+            refusal = Refusal(404, message, "not_found")
+        await self._refuse(send, api, self._ids.new(), refusal, started=time.perf_counter())
+
+    async def _refuse(
+        self,
+        send: Send,
+        api: Api,
+        request_id: str,
+        refusal: Refusal,
+        *,
+        started: float,
+        model: object = None,
+    ) -> None:
+        """Answer a request the gateway turns away itself, and log its access line."""
+        await _refuse(send, api, request_id, refusal)
+        log_refusal(
+            request_id,
+            api=api.value,
+            model=model if isinstance(model, str) else None,
+            refusal=refusal,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
