@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -11,8 +13,8 @@ import yaml
 from rich.console import Console
 from rich.panel import Panel
 
-from rungway.cli.serve import run
-from rungway.config import check_bind, load_settings, read_secrets
+from rungway.cli.serve import LogFormatOption, QuietOption, listen, run
+from rungway.config import load_settings, read_secrets
 from rungway.sim import SimUpstream, builtin_scenario, load_scenario
 
 out = Console()
@@ -27,16 +29,25 @@ _UPSTREAMS = (
 
 
 def demo(
-    port: Annotated[int, typer.Option(help="Port for the gateway.")] = 4141,
+    port: Annotated[int, typer.Option(help="Port for the gateway (0 picks a free one).")] = 4141,
     data_dir: Annotated[
-        Path | None, typer.Option(help="Where to keep the demo's config and ledger.")
+        Path | None,
+        typer.Option(
+            help="Keep the demo's config, secrets and ledger here, to use them again; "
+            "without it they go in a temporary folder that is removed when the demo stops.",
+        ),
     ] = None,
+    log_format: LogFormatOption = "text",
+    quiet: QuietOption = False,
 ) -> None:
     """Start simulated upstreams and the gateway wired to them, then print how to use it."""
+    # The port first: when it is taken, nothing has been started or written yet.
+    sock = listen("127.0.0.1", port)
+    port = sock.getsockname()[1]
     folder = data_dir or Path(tempfile.mkdtemp(prefix="rungway-demo-"))
-    folder.mkdir(parents=True, exist_ok=True)
     sims: list[SimUpstream] = []
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         connections = []
         for connection_id, provider, auth, scenario_name, credential, suffix in _UPSTREAMS:
             scenario = load_scenario(builtin_scenario(scenario_name))
@@ -60,6 +71,8 @@ def demo(
             "server": {"host": "127.0.0.1", "port": port},
             "ledger": {"path": str(folder / "ledger.sqlite3")},
             "connections": connections,
+            # Simulated money, but the banner and `rungway spend` show budgets at work.
+            "ladder": {"rung_budget_usd": {"cheap": 1.0, "premium": 1.0}, "budget_period": "day"},
             "aliases": {
                 "claude-sonnet-*": "claude-sonnet-4-5",
                 "claude-opus-*": "claude-sonnet-4-5",
@@ -70,27 +83,42 @@ def demo(
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         settings = load_settings(config_path)
         secrets = read_secrets(settings, source=str(config_path))
-        check_bind(settings.server.host, settings)
-        _explain(port, config_path, sims)
-        run(settings, secrets, settings.server.host, port)
+        run(
+            settings,
+            secrets,
+            sock,
+            config=config_path,
+            log_format=log_format,
+            quiet=quiet,
+            then=lambda base: _explain(base, config_path, sims, kept=data_dir is not None),
+        )
     finally:
         for sim in sims:
             sim.stop()
+        if data_dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-def _explain(port: int, config_path: Path, sims: list[SimUpstream]) -> None:
-    base = f"http://127.0.0.1:{port}"
+def _explain(base: str, config_path: Path, sims: list[SimUpstream], *, kept: bool) -> None:
     upstreams = "\n".join(
         f"  {name:<12} {sim.url:<24} {sim.scenario.name}"
         for (name, *_), sim in zip(_UPSTREAMS, sims, strict=True)
     )
+    folder = config_path.parent
+    where = (
+        f"{folder} (kept)"
+        if kept
+        else f"{folder} (removed when the demo stops; --data-dir DIR keeps it)"
+    )
     out.print(
         Panel.fit(
             f"[bold]rungway demo[/] listening on [cyan]{base}[/]\n"
-            f"config: {config_path}\n\nsimulated upstreams:\n{upstreams}",
-            title="rungway",
-        )
+            f"files: {where}\n\nsimulated upstreams:\n{upstreams}",
+            title="rungway demo",
+        ),
+        highlight=False,
     )
+    config = shlex.quote(str(config_path))
     out.print(
         "[bold]curl[/] (OpenAI shape):\n"
         f"  curl {base}/v1/chat/completions -H 'content-type: application/json' \\\n"
@@ -102,6 +130,12 @@ def _explain(port: int, config_path: Path, sims: list[SimUpstream]) -> None:
         "messages=[{'role': 'user', 'content': 'hi'}])\n\n"
         "[bold]Claude Code[/] (the plan first, the API key when the plan's window is spent):\n"
         f"  ANTHROPIC_BASE_URL={base} ANTHROPIC_AUTH_TOKEN=demo claude\n\n"
+        "[bold]rungway[/] commands against this demo, from another terminal:\n"
+        f"  rungway status --config {config}\n"
+        f"  rungway spend --config {config}\n"
+        f"  rungway connections list --config {config}\n"
+        f"  rungway explain REQUEST_ID --config {config}   "
+        "# the first 8 characters of x-rungway-request-id\n\n"
         f"[bold]dashboard[/]: {base}/dashboard    [bold]metrics[/]: {base}/metrics\n\n"
         "Every response names its connection in [cyan]x-rungway-connection[/]. Ctrl-C stops.",
         highlight=False,

@@ -1,8 +1,15 @@
-"""`rungway serve`: run the gateway from a config file."""
+"""`rungway serve`: run the gateway from a config file.
+
+The listening socket is opened before anything else is done, so a port in use stops the
+command with a clear message before any banner is printed or any file is created.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -11,34 +18,92 @@ import uvicorn
 from pydantic import SecretStr
 from rich.console import Console
 
-from rungway.app import build_gateway
+from rungway.app import build_gateway, default_ledger_path
+from rungway.cli import banner
+from rungway.cli.config_file import ConfigOption, require_config
 from rungway.config import ConfigError, Settings, check_bind, load_settings, read_secrets
-from rungway.runner import uvicorn_config
+from rungway.logs.output import LogFormat, configure
+from rungway.runner import bind, uvicorn_config
 
 err = Console(stderr=True)
 
+LogFormatOption = Annotated[
+    LogFormat,
+    typer.Option(
+        "--log-format", help="text for people, json for log shippers (one object a line)."
+    ),
+]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No access line per request; warnings still show.")
+]
+
 
 def serve(
-    config: Annotated[Path, typer.Option("--config", "-c", help="The YAML config file.")],
+    config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="Bind address (overrides server.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (overrides server.port).")] = None,
+    log_format: LogFormatOption = "text",
+    quiet: QuietOption = False,
 ) -> None:
-    """Run the gateway with the connections in CONFIG."""
+    """Run the gateway with the connections in the config file."""
+    path = require_config(config)
     try:
-        settings = load_settings(config)
-        secrets = read_secrets(settings, source=str(config))
+        settings = load_settings(path)
+        secrets = read_secrets(settings, source=str(path))
         bind_host = host or settings.server.host
         check_bind(bind_host, settings)
     except ConfigError as error:
         err.print(f"[bold red]rungway: cannot start[/]\n{error}", highlight=False)
         raise typer.Exit(2) from None
-    run(settings, secrets, bind_host, port if port is not None else settings.server.port)
+    sock = listen(bind_host, port if port is not None else settings.server.port)
+    run(settings, secrets, sock, config=path, log_format=log_format, quiet=quiet)
 
 
-def run(settings: Settings, secrets: dict[str, SecretStr], host: str, port: int) -> None:
-    """Serve the gateway in the foreground until interrupted."""
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on `host:port`; exit 2 with the reason and a hint when none opens."""
+    try:
+        return bind(host, port)
+    except OSError as error:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if error.errno == errno.EADDRINUSE:
+            problem, hint = "is in use", "pass --port to choose another port, or stop what holds it"
+        elif error.errno == errno.EACCES:
+            problem, hint = "needs privileges to open", "pass --port with a port above 1023"
+        elif error.errno == errno.EADDRNOTAVAIL:
+            problem, hint = "is not an address of this machine", "pass --host 127.0.0.1"
+        else:
+            problem, hint = f"cannot be opened: {error.strerror}", "pass --host or --port"
+        err.print(f"[bold red]rungway: cannot start:[/] {where} {problem}", highlight=False)
+        err.print(f"hint: {hint}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def run(
+    settings: Settings,
+    secrets: dict[str, SecretStr],
+    sock: socket.socket,
+    *,
+    config: Path | None,
+    log_format: LogFormat = "text",
+    quiet: bool = False,
+    then: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the gateway on `sock` in the foreground until interrupted.
+
+    `then` is called with the gateway's URL after the banner, to say more before serving.
+    """
+    configure(log_format, quiet=quiet)
     gateway = build_gateway(settings, secrets)
+    host, port = sock.getsockname()[:2]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    ledger = settings.ledger.path or default_ledger_path()
+    start = banner.facts(settings, gateway.roster, url, config, ledger)
+    banner.show(start, json_lines=log_format == "json", console=err)
+    if then is not None:
+        then(url)
+    # Logging is already set up: uvicorn adds no handlers of its own.
+    server = uvicorn.Server(uvicorn_config(gateway.app, host=host, port=port, log_config=None))
     # The server shuts down gracefully on Ctrl-C and then re-raises the signal; an
     # interrupt the user asked for is a normal end, not an error.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.Server(uvicorn_config(gateway.app, host=host, port=port)).run()
+        server.run(sockets=[sock])

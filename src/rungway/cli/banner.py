@@ -1,0 +1,91 @@
+"""What `rungway serve` says when it starts: where it listens, what it read, and the ladder."""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from rungway.config import Settings
+from rungway.routing.rungs import Rung
+from rungway.routing.snapshot import Roster
+
+log = logging.getLogger("rungway.serve")
+
+
+def facts(
+    settings: Settings, roster: Roster, url: str, config: Path | None, ledger: Path
+) -> dict[str, Any]:
+    """The start-up facts, as the JSON line carries them and the banner shows them."""
+    ladder: dict[str, list[str]] = {rung.label: [] for rung in Rung}
+    for connection in roster.connections.values():
+        for rung in sorted({served.rung for served in connection.models}):
+            models = [served.model for served in connection.models if served.rung is rung]
+            ladder[rung.label].append(f"{connection.id} ({', '.join(models)})")
+    budgets: dict[str, float] = {
+        str(rung): usd for rung, usd in settings.ladder.rung_budget_usd.items()
+    }
+    return {
+        "version": _version(),
+        "url": url,
+        "config": str(config) if config is not None else None,
+        "ledger": str(ledger),
+        "ladder": ladder,
+        "budgets": {rung.label: budgets.get(rung.label) for rung in Rung if rung.paid},
+        "budget_period": settings.ladder.budget_period,
+        "client_keys": len(settings.client_keys),
+        "dashboard": f"{url}/dashboard",
+        "metrics": f"{url}/metrics",
+    }
+
+
+def show(facts: dict[str, Any], *, json_lines: bool, console: Console) -> None:
+    """The banner on `console`, or one structured `listening` log line for log shippers."""
+    if json_lines:
+        log.info("listening on %s", facts["url"], extra={"fields": {"event": "start", **facts}})
+        return
+    console.print(_text(facts), highlight=False, soft_wrap=True)
+
+
+def _text(facts: dict[str, Any]) -> str:
+    lines = [
+        f"[bold]rungway {facts['version']}[/] listening on [bold cyan]{facts['url']}[/]",
+        f"  [bold]config[/]     {escape(facts['config'] or 'none')}",
+        f"  [bold]ledger[/]     {escape(facts['ledger'])}",
+    ]
+    width = max(len(rung) for rung in facts["ladder"])
+    for index, (rung, members) in enumerate(facts["ladder"].items()):
+        label = "  [bold]ladder[/]     " if index == 0 else " " * 13
+        shown = escape(", ".join(members)) if members else "[dim]-[/]"
+        budget = _budget(rung, facts)
+        lines.append(f"{label}{rung:<{width}}  {shown}" + (f"; {budget}" if budget else ""))
+    keys = facts["client_keys"]
+    clients = f"{keys} client keys" if keys else "any key, from this machine only (no client_keys)"
+    lines += [
+        f"  [bold]clients[/]    {clients}",
+        f"  [bold]dashboard[/]  [cyan]{facts['dashboard']}[/]",
+        f"  [bold]metrics[/]    {facts['metrics']}",
+    ]
+    return "\n".join(lines)
+
+
+def _budget(rung: str, facts: dict[str, Any]) -> str:
+    if rung not in facts["budgets"] or not facts["ladder"][rung]:
+        return ""
+    amount = facts["budgets"][rung]
+    if amount is None:
+        return "[yellow]no budget: spends without limit[/]"
+    if amount == 0:
+        return "[dim]budget 0: not used[/]"
+    return f"budget ${amount:,.2f} a {facts['budget_period']}"
+
+
+def _version() -> str:
+    try:
+        return version("rungway")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
