@@ -19,6 +19,9 @@ pytestmark = pytest.mark.browser
 
 # Two polls and plenty of slack for a busy machine: the page shows a change without a reload.
 LIVE_MS = 10_000
+# The one form every date and time on the page takes.
+ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+STALE = "stale; refreshed on next use"
 
 
 def _window(page: Page, connection: str, window: str) -> Locator:
@@ -78,6 +81,7 @@ def test_the_dashboard_follows_a_plan_running_out_and_coming_back(
     skip = dialog.locator('.skips tr[data-reason="quota_exhausted"]')
     expect(skip).to_contain_text("plan")
     expect(skip).to_contain_text("5h")
+    expect(skip).to_contain_text(re.compile(f"\\(resets {ISO}\\)"))
     expect(dialog.locator(".candidates li.served")).to_contain_text("api")
     # The open dialog covers the window, not the whole page.
     _shoot(page, artifacts, "3-route-plan", full_page=False)
@@ -89,13 +93,20 @@ def test_the_dashboard_follows_a_plan_running_out_and_coming_back(
     reset = next(window.resets_at for window in state.windows if window.name == "5h")
     assert reset is not None
     world.clock.set(reset)
+    # Nothing has used the plan since its window reset: the reading shown is of a window
+    # that is over, and says so rather than counting down to an instant already gone.
+    expect(countdown).to_have_text(STALE, timeout=LIVE_MS)
+    expect(five_hours.locator("[title]").first).to_have_attribute(
+        "title", re.compile(f"^resets at {ISO}$")
+    )
+    _shoot(page, artifacts, "4-plan-stale")
     assert world.send() == "plan"
     expect(_newest(page)).to_have_attribute("data-connection", "plan", timeout=LIVE_MS)
     expect(five_hours).to_have_attribute("data-state", "ok", timeout=LIVE_MS)
     # The countdown runs on the gateway's clock, now five hours ahead of this browser's.
     expect(countdown).to_have_text(re.compile(r"resets in (4h 59m \d\ds|5h 00m 00s)"))
     expect(page.locator("#requests tbody tr")).to_have_count(len(served) + 2)
-    _shoot(page, artifacts, "4-plan-back")
+    _shoot(page, artifacts, "5-plan-back")
 
 
 def test_with_an_admin_key_the_page_asks_for_it_once_and_never_holds_it(
@@ -139,8 +150,11 @@ def test_a_cooldown_a_fall_through_and_a_disabled_connection_show_live(
     world.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert world.send() == "api"
     expect(plan).to_have_attribute("data-cooling", "true", timeout=LIVE_MS)
-    expect(plan.locator(".cooldown .countdown")).to_have_text(
-        re.compile(r"ends in (9m \d\ds|10m 00s)")
+    # One sentence: until when, why, and how long is left.
+    expect(plan.locator(".cooldown")).to_have_text(
+        re.compile(
+            f"^cooling down until {ISO} \\(overloaded: Overloaded\\), (9m \\d\\ds|10m 00s) left$"
+        )
     )
     expect(plan.locator(".badge.cooling")).to_be_visible()
     _newest(page).get_by_role("button").click()
@@ -159,3 +173,53 @@ def test_a_cooldown_a_fall_through_and_a_disabled_connection_show_live(
     assert cleared.status_code == 200, cleared.text
     expect(plan).to_have_attribute("data-cooling", "false", timeout=LIVE_MS)
     expect(plan.locator(".cooldown")).to_have_count(0)
+
+
+def test_the_page_reads_plainly_from_the_root_with_its_icon_dates_tiers_and_auto_ids(
+    world: World, page: Page, artifacts: Path
+) -> None:
+    # The gateway's root sends the browser on to the dashboard.
+    page.goto(world.url)
+    expect(page).to_have_url(f"{world.url}/dashboard")
+    expect(page.locator("#status")).to_have_text(re.compile(f"^Live · updated {ISO}$"))
+
+    # Only a rung that bills per token carries a price tier; a plan's model costs nothing more.
+    plan = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
+    expect(plan.locator(".models li")).to_have_text("claude-sonnet-4-5")
+    expect(plan.locator(".tier")).to_have_count(0)
+    api = page.locator('.rung[data-rung="premium"] [data-connection="api"]')
+    expect(api.locator(".tier")).to_have_text("tier premium")
+
+    # The two flat ids, each with what it does.
+    ids = page.locator("#auto-ids > div")
+    expect(ids.filter(has_text="auto/subscription")).to_contain_text(
+        "only plan quota that is verified live; fails rather than ever billing"
+    )
+    expect(ids.filter(has_text="auto/thrifty")).to_contain_text(
+        "one rung at a time up to premium, each paid rung under its own budget"
+    )
+
+    # Every date and time in one ISO 8601 form: the request, the chart, the route plan.
+    assert world.send() == "plan"
+    expect(_newest(page).locator("time")).to_have_text(re.compile(f"^{ISO}$"), timeout=LIVE_MS)
+    for axis in page.locator("#chart svg text.axis").filter(has_text="T").all():
+        expect(axis).to_have_text(re.compile(f"^{ISO}$"))
+    expect(_window(page, "plan", "5h").locator(".source")).to_have_attribute(
+        "title", re.compile(f"^read {ISO}$")
+    )
+    _newest(page).get_by_role("button").click()
+    started = page.get_by_role("dialog").locator(".facts div").filter(has_text="Started")
+    expect(started.locator("dd")).to_have_text(re.compile(f"^{ISO}$"))
+    page.get_by_role("dialog").get_by_role("button", name="Close route plan").click()
+    _shoot(page, artifacts, "plain-reading")
+
+    # The icon comes from the page's own origin, which the policy allows; a refusal would
+    # be a console error, and the page fixture fails the test on one.
+    expect(page.locator('link[rel="icon"]')).to_have_attribute("href", "/dashboard/favicon.svg")
+    answer = page.evaluate(
+        """async () => {
+            const response = await fetch(document.querySelector('link[rel="icon"]').href);
+            return [response.status, response.headers.get("content-type")];
+        }"""
+    )
+    assert answer == [200, "image/svg+xml"]

@@ -1,7 +1,9 @@
 """The ASGI handler that serves the dashboard's static files under `/dashboard`.
 
 The files ship in the package (`static/`) and are read once, when the handler is built.
-`GET /dashboard` answers the page; `GET /dashboard/<file>` its scripts and style sheet.
+`GET /dashboard` answers the page; `GET /dashboard/<file>` its scripts, style sheet and icon.
+`GET /` sends a browser on to the page, and `GET /favicon.ico` answers the icon (an SVG) for
+the gateway's other answers a browser shows, such as the admin API's JSON.
 Every answer forbids framing and any script, style or request from another origin.
 """
 
@@ -16,11 +18,15 @@ import orjson
 from rungway.server.asgi import Headers, Receive, Scope, Send, request_headers, send_reply
 
 PREFIX = "/dashboard"
+ROOT = "/"
+FAVICON = "/favicon.ico"
 _INDEX = "index.html"
+_ICON = "favicon.svg"
 _TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
 }
 # The page needs nothing from another origin (no fonts, no CDN), so nothing is allowed.
 _POLICY = (
@@ -64,11 +70,10 @@ class DashboardPages:
         self._files = load_static() if files is None else files
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Answer one request whose path is `/dashboard` or starts with `/dashboard/`."""
-        path = scope["path"].rstrip("/")
-        name = _INDEX if path == PREFIX else path.removeprefix(PREFIX + "/")
-        found = self._files.get(name)
-        if found is None:
+        """Answer one request for `/`, `/favicon.ico`, `/dashboard` or a file under it."""
+        path = scope["path"].rstrip("/") or ROOT
+        found = None if path == ROOT else self._files.get(_file_name(path))
+        if path != ROOT and found is None:
             await _error(send, 404, "not_found", f"no dashboard file {scope['path']}")
             return
         method = scope["method"]
@@ -76,6 +81,12 @@ class DashboardPages:
             await _error(
                 send, 405, "method_not_allowed", f"use GET {scope['path']}", [("allow", "GET")]
             )
+            return
+        if found is None:
+            # Temporary, not permanent: a browser must not remember it if the root ever
+            # answers something else.
+            headers = [("location", PREFIX), ("cache-control", "no-cache"), *_SECURITY]
+            await send_reply(send, 307, headers, b"")
             return
         # Revalidate every time (the files change with the package), but skip the body
         # when the browser already holds this version.
@@ -90,6 +101,15 @@ class DashboardPages:
             return
         # For HEAD the server drops the body and keeps its length.
         await send_reply(send, 200, headers, found.body)
+
+
+def _file_name(path: str) -> str:
+    """The static file a path names: the page for `/dashboard`, the icon for `/favicon.ico`."""
+    if path == PREFIX:
+        return _INDEX
+    if path == FAVICON:
+        return _ICON
+    return path.removeprefix(PREFIX + "/")
 
 
 async def _error(

@@ -55,12 +55,16 @@ def test_every_file_the_page_and_its_modules_name_is_served_with_its_type() -> N
         named.update(re.findall(r'(?:src|href)="/dashboard/([\w.]+)"', text))
         if name.endswith(".js"):
             named.update(re.findall(r'from "\./([\w.]+)"', text))
-    assert {"app.js", "style.css", "api.js", "ladder.js", "requests.js"} <= named
+    assert {"app.js", "style.css", "api.js", "ladder.js", "requests.js", "favicon.svg"} <= named
+    types = {
+        "js": "text/javascript; charset=utf-8",
+        "css": "text/css; charset=utf-8",
+        "svg": "image/svg+xml",
+    }
     for name in named:
         status, headers, _ = _get(f"/dashboard/{name}")
         assert status == 200, name
-        kind = "text/javascript" if name.endswith(".js") else "text/css"
-        assert headers["content-type"] == f"{kind}; charset=utf-8"
+        assert headers["content-type"] == types[name.rsplit(".", 1)[-1]]
 
 
 def test_nothing_is_fetched_from_another_origin() -> None:
@@ -97,3 +101,30 @@ def test_a_write_gets_a_405_naming_get() -> None:
     assert status == 405
     assert headers["allow"] == "GET"
     assert orjson.loads(body)["error"]["message"] == "use GET /dashboard"
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_the_root_sends_a_browser_on_to_the_dashboard(method: str) -> None:
+    status, headers, body = _get("/", method=method)
+    assert status == 307
+    assert headers["location"] == "/dashboard"
+    assert body == b""
+
+
+def test_the_icon_is_an_svg_under_the_same_strict_policy() -> None:
+    status, headers, body = _get("/favicon.ico")
+    assert status == 200
+    assert headers["content-type"] == "image/svg+xml"
+    assert "default-src 'none'" in headers["content-security-policy"]
+    assert body.startswith(b"<svg ")
+    assert body == _get("/dashboard/favicon.svg")[2]
+    # Only the page's own origin: the policy lets the page show its icon.
+    assert "img-src 'self'" in headers["content-security-policy"]
+    _, _, page = _get("/dashboard")
+    assert b'<link rel="icon" href="/dashboard/favicon.svg" type="image/svg+xml">' in page
+
+
+def test_a_write_to_the_root_gets_a_405_not_a_redirect() -> None:
+    status, headers, _ = _get("/", method="POST")
+    assert status == 405
+    assert "location" not in headers

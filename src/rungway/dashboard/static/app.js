@@ -2,7 +2,7 @@
 
 import { AdminClient, AdminError } from "./api.js";
 import { renderChart } from "./chart.js";
-import { clockTime, el, tickCountdowns } from "./format.js";
+import { el, isoTime, tickCountdowns } from "./format.js";
 import { renderLadder } from "./ladder.js";
 import { renderPlan, renderRequests } from "./requests.js";
 import { renderSpend } from "./spend.js";
@@ -82,7 +82,7 @@ async function poll() {
   tickCountdowns(document, serverNow());
   const status = $("status");
   if (problems.length === 0) {
-    status.textContent = `Live · updated ${clockTime(Date.now() / 1000)}`;
+    status.textContent = `Live · updated ${isoTime(serverNow())}`;
     status.className = "status live";
   } else {
     const first = problems[0];

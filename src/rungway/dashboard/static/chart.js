@@ -3,7 +3,7 @@
 // Both lines are cumulative over the recent requests, oldest first; the gap between them
 // is what the plans and cheaper rungs saved.
 
-import { clockTime, el, money } from "./format.js";
+import { el, isoTime, money } from "./format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 560;
@@ -70,8 +70,8 @@ export function renderChart(figure, requests) {
     );
   }
   chart.append(
-    svg("text", { x: PAD.left, y: HEIGHT - 8, class: "axis" }, clockTime(first.at)),
-    svg("text", { x: WIDTH - PAD.right, y: HEIGHT - 8, class: "axis", "text-anchor": "end" }, clockTime(last.at)),
+    svg("text", { x: PAD.left, y: HEIGHT - 8, class: "axis" }, isoTime(first.at)),
+    svg("text", { x: WIDTH - PAD.right, y: HEIGHT - 8, class: "axis", "text-anchor": "end" }, isoTime(last.at)),
     svg("path", { d: line("list"), class: "line list" }),
     svg("path", { d: line("billed"), class: "line billed" }),
   );

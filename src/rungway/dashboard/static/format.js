@@ -13,12 +13,10 @@ export function percent(value) {
   return `${value.toFixed(value < 10 && value !== 0 ? 1 : 0)}%`;
 }
 
-export function clockTime(epochSeconds) {
-  return new Date(epochSeconds * 1000).toLocaleTimeString([], { hour12: false });
-}
-
-export function dateTime(epochSeconds) {
-  return new Date(epochSeconds * 1000).toLocaleString([], { hour12: false });
+// Every date and time on the page in one form, ISO 8601 in UTC to the second
+// (2026-12-03T14:05:00Z): the same for every reader, whatever their time zone.
+export function isoTime(epochSeconds) {
+  return new Date(Math.round(epochSeconds) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 export function duration(seconds) {
@@ -52,15 +50,24 @@ export function el(tag, attributes = {}, ...children) {
   return node;
 }
 
-// A countdown element; the page's one-second tick rewrites every one of them.
-export function countdown(resetsAt, prefix) {
-  return el("span", { class: "countdown", "data-resets-at": resetsAt, "data-prefix": prefix });
+// A countdown element; the page's one-second tick rewrites every one of them. It reads
+// `before`, the time left, `after` until the instant, and `passed` from then on.
+export function countdown(until, { before = "", after = "", passed }) {
+  return el("span", {
+    class: "countdown",
+    "data-until": until,
+    "data-before": before,
+    "data-after": after,
+    "data-passed-text": passed,
+  });
 }
 
 export function tickCountdowns(root, nowSeconds) {
-  for (const node of root.querySelectorAll("[data-resets-at]")) {
-    const left = Number(node.dataset.resetsAt) - nowSeconds;
-    const text = left > 0 ? `${node.dataset.prefix} ${duration(left)}` : `${node.dataset.prefix} now`;
+  for (const node of root.querySelectorAll(".countdown[data-until]")) {
+    const left = Number(node.dataset.until) - nowSeconds;
+    const over = left <= 0;
+    const text = over ? node.dataset.passedText : `${node.dataset.before}${duration(left)}${node.dataset.after}`;
     if (node.textContent !== text) node.textContent = text;
+    node.toggleAttribute("data-passed", over);
   }
 }

@@ -1,6 +1,6 @@
 // The ladder: five rungs side by side, each with the connections that serve a model on it.
 
-import { RUNGS, clockTime, countdown, el, percent } from "./format.js";
+import { RUNGS, countdown, el, isoTime, percent } from "./format.js";
 
 const RUNG_NOTES = {
   subscription: "plans you already pay for",
@@ -9,6 +9,9 @@ const RUNG_NOTES = {
   cheap: "metered, low price",
   premium: "metered, everything else",
 };
+// Only rungs that bill per token carry a price tier: on a plan or a local model the tier
+// would read as a cost that is never charged.
+const PRICED_RUNGS = new Set(["free", "cheap", "premium"]);
 
 // A window is exhausted when the upstream refused on it or it is full.
 export function windowState(window) {
@@ -80,21 +83,34 @@ function connectionCard(connection, models, nowSeconds) {
     el(
       "ul",
       { class: "models" },
-      models.map((served) => el("li", {}, served.model, el("span", { class: "tier" }, `tier ${served.tier}`))),
+      models.map((served) =>
+        el(
+          "li",
+          {},
+          served.model,
+          PRICED_RUNGS.has(served.rung) ? el("span", { class: "tier" }, `tier ${served.tier}`) : null,
+        ),
+      ),
     ),
     el("div", { class: "badges" }, badges),
-    cooling
-      ? el(
-          "p",
-          { class: "cooldown" },
-          `Cooldown${connection.cooldown_reason ? ` (${connection.cooldown_reason})` : ""}: `,
-          countdown(connection.cooldown_until, "ends in"),
-        )
-      : null,
+    cooling ? el("p", { class: "cooldown" }, cooldownSentence(connection)) : null,
     windows.length === 0
       ? el("p", { class: "empty" }, "no quota window reported")
       : el("ul", { class: "windows" }, windows.map((window) => el("li", {}, windowBar(window)))),
   );
+}
+
+// One sentence: "cooling down until 2026-12-03T14:05:00Z (rate_limited), 4m 10s left".
+function cooldownSentence(connection) {
+  const until = isoTime(connection.cooldown_until);
+  return [
+    "cooling down until ",
+    el("time", { datetime: until }, until),
+    connection.cooldown_reason ? ` (${connection.cooldown_reason})` : "",
+    ", ",
+    // Past the instant only until the next poll, which drops the cooldown.
+    countdown(connection.cooldown_until, { after: " left", passed: "ending now" }),
+  ];
 }
 
 function windowBar(window) {
@@ -113,7 +129,7 @@ function windowBar(window) {
   });
   bar.append(el("div", { class: "fill" }));
   bar.firstChild.style.width = `${shown}%`;
-  const checked = window.checked_at ? `read ${clockTime(window.checked_at)}` : "";
+  const checked = window.checked_at ? `read ${isoTime(window.checked_at)}` : "";
   return el(
     "div",
     { class: "window", "data-window": window.name, "data-state": state },
@@ -127,7 +143,15 @@ function windowBar(window) {
     el(
       "div",
       { class: "window-foot" },
-      window.resets_at ? countdown(window.resets_at, "resets in") : el("span", {}, "no reset time"),
+      // Past its reset the reading describes a window that is over; the gateway reads the
+      // new one from the next answer it gets on this connection.
+      window.resets_at
+        ? el(
+            "span",
+            { title: `resets at ${isoTime(window.resets_at)}` },
+            countdown(window.resets_at, { before: "resets in ", passed: "stale; refreshed on next use" }),
+          )
+        : el("span", {}, "no reset time"),
       el("span", { class: "source", title: checked }, window.source ?? ""),
     ),
   );

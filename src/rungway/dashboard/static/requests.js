@@ -1,6 +1,6 @@
 // Recent requests as a table, and one request's route plan with every skip reason.
 
-import { clockTime, dateTime, el, milliseconds, money } from "./format.js";
+import { el, isoTime, milliseconds, money } from "./format.js";
 
 export function renderRequests(tbody, empty, requests, onOpen) {
   empty.hidden = requests.length > 0;
@@ -23,7 +23,7 @@ export function renderRequests(tbody, empty, requests, onOpen) {
         "tr",
         { "data-request": row.request_id, "data-connection": row.connection_id ?? "", class: `outcome-${row.outcome}` },
         el("td", {}, open),
-        el("td", {}, el("time", { datetime: new Date(row.started_at * 1000).toISOString() }, clockTime(row.started_at))),
+        el("td", {}, el("time", { datetime: isoTime(row.started_at) }, isoTime(row.started_at))),
         el("td", {}, row.requested_model),
         el("td", {}, served),
         el("td", {}, row.rung ?? "–"),
@@ -47,7 +47,7 @@ export function renderPlan(body, row) {
     "dl",
     { class: "facts" },
     fact("Request", row.request_id),
-    fact("Started", dateTime(row.started_at)),
+    fact("Started", isoTime(row.started_at)),
     fact("Asked for", row.requested_model),
     fact("Resolved", row.resolved_model),
     fact("Served by", row.connection_id ? `${row.connection_id} (${row.rung ?? "no rung"})` : "nobody"),
@@ -103,7 +103,7 @@ export function renderPlan(body, row) {
                 el("td", {}, skip.connection ?? "all"),
                 el("td", {}, skip.model ?? "all"),
                 el("td", {}, skip.rung ?? "–"),
-                el("td", {}, skip.detail, skip.resets_at ? ` (resets ${dateTime(skip.resets_at)})` : ""),
+                el("td", {}, skip.detail, skip.resets_at ? ` (resets ${isoTime(skip.resets_at)})` : ""),
               ),
             ),
           ),
