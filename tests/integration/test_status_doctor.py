@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -15,7 +16,9 @@ import orjson
 import yaml
 from cryptography.fernet import Fernet
 
-from rungway.cli.doctor import Level, Probe, clock_skew, ledger_findings, token_expiry
+from rungway.cli.doctor import ledger_findings, token_expiry
+from rungway.cli.findings import Level
+from rungway.cli.probes import Probe, clock_skew
 from rungway.cli.status import countdown
 from rungway.credentials.store import CredentialStore, StoredCredential
 from rungway.ledger.sqlite import SqliteLedger
@@ -65,6 +68,47 @@ def test_status_shows_each_rung_with_windows_countdowns_cooldowns_and_disabled(
     assert "disabled" in lines["backup"]
     assert "enabled" in lines["cheap"]
     assert lines["api"].split("│")[1].strip() == "4 premium"
+
+
+def test_connections_list_dates_in_iso_a_cooldown_in_one_sentence_a_past_reset_as_stale(
+    start_gateway: StartGateway, sims: Upstreams
+) -> None:
+    clock = sims.plan.fake_clock
+    gateway = start_gateway(clock=clock)
+    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+        assert client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
+        sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+        client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
+    plan = next(
+        entry
+        for entry in httpx.get(f"{gateway.url}/admin/connections").json()["connections"]
+        if entry["id"] == "plan"
+    )
+    (window,) = plan["windows"]
+
+    def iso(epoch: float) -> str:
+        return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    listed = _rungway("connections", "list", "--url", gateway.url)
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if "│ plan " in line)
+    assert f"5h: 0% used, allowed, resets {iso(window['resets_at'])}" in row
+    # The gateway's clock stands still: the time left is exact.
+    sentence = f"cooling down until {iso(plan['cooldown_until'])} ({plan['cooldown_reason']})"
+    assert f"{sentence}, 10m00s left" in row
+
+    # Past the reset, nothing has used the plan since: the reading is of a window that is over.
+    clock.set(window["resets_at"] + 60)
+    shown = _rungway("status", "--url", gateway.url)
+    assert shown.returncode == 0, shown.stderr
+    row = next(line for line in shown.stdout.splitlines() if "│ plan " in line)
+    assert "5h: 0% used, stale; refreshed on next use" in row
+    assert "resets now" not in shown.stdout
+    listed = _rungway("connections", "list", "--url", gateway.url)
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if "│ plan " in line)
+    assert "5h: 0% used, allowed (stale; refreshed on next use)" in row
+    assert "cooling down" not in row
 
 
 def test_status_says_why_when_the_gateway_cannot_be_reached(unused_port: int) -> None:
@@ -120,12 +164,15 @@ def test_doctor_fails_on_a_dead_upstream_and_an_expired_token_with_their_fixes(
     assert any(line.startswith("OK   credentials:") for line in lines)
     assert any(line.startswith("OK   ledger") and "not created yet" in line for line in lines)
     assert any(
-        line.startswith(f"OK   connection cheap: {sims.cheap.url}/v1 answers (HTTP")
+        line.startswith(
+            f"OK   connection cheap: {sims.cheap.url}/v1/models answers HTTP 401: "
+            "the OpenAI-compatible API is there (credentials not checked)"
+        )
         for line in lines
     )
     assert any(line.startswith("OK   connection cheap: clock within") for line in lines)
     dead = next(i for i, line in enumerate(lines) if line.startswith("FAIL connection gone:"))
-    assert f"127.0.0.1:{unused_port}/v1 cannot be reached" in lines[dead]
+    assert f"127.0.0.1:{unused_port}/v1/models cannot be reached" in lines[dead]
     assert "fix: check `base_url`, that the upstream is running" in lines[dead + 1]
     expired = next(i for i, line in enumerate(lines) if "token expired" in line)
     assert lines[expired].startswith("FAIL connection gone: token expired at 2020-09-13")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
 from rungway.cli.import_login import import_login
+from rungway.cli.status import STALE, time_left
 
 out = Console()
 
@@ -30,16 +32,14 @@ def list_connections(
 ) -> None:
     """Show every connection: billing, quota windows, cooldown, breaker and disabling."""
     payload = admin_call("GET", "/admin/connections", config, url, admin_key_env)
+    # Read instants against the gateway's clock, so a reset it has passed reads as passed here.
+    now = payload.get("now") or time.time()
     table = Table(title="connections")
     for column in ("id", "provider", "billing", "windows", "cooldown", "breaker"):
         table.add_column(column)
     for entry in payload["connections"]:
-        windows = "\n".join(_window_line(window) for window in entry["windows"]) or "-"
-        cooldown = (
-            f"until {_clock(entry['cooldown_until'])} ({entry['cooldown_reason']})"
-            if entry["cooldown_until"]
-            else "-"
-        )
+        windows = "\n".join(_window_line(window, now) for window in entry["windows"]) or "-"
+        cooldown = _cooldown(entry, now) if entry["cooldown_until"] else "-"
         table.add_row(
             f"{entry['id']}\n[red]disabled[/]" if entry.get("disabled") else entry["id"],
             entry["provider"],
@@ -96,16 +96,30 @@ def enable(
         out.print(f"{connection_id} was not disabled; nothing to enable")
 
 
-def _window_line(window: dict[str, Any]) -> str:
+def _window_line(window: dict[str, Any], now: float) -> str:
     used = window["used_percent"]
     scope = f" [{window['model']}]" if window["model"] else ""
     shown = "?" if used is None else f"{used:.0f}%"
-    resets = f", resets {_clock(window['resets_at'])}" if window["resets_at"] else ""
+    resets_at = window["resets_at"]
+    if not resets_at:
+        resets = ""
+    elif resets_at <= now:
+        resets = f" ({STALE})"
+    else:
+        resets = f", resets {iso_time(resets_at)}"
     return f"{window['name']}{scope}: {shown} used, {window['status']}{resets}"
 
 
-def _clock(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _cooldown(entry: dict[str, Any], now: float) -> str:
+    """One sentence: `cooling down until 2026-12-03T14:05:00Z (rate_limited), 4m10s left`."""
+    until = entry["cooldown_until"]
+    reason = f" ({entry['cooldown_reason']})" if entry["cooldown_reason"] else ""
+    return f"cooling down until {iso_time(until)}{reason}, {time_left(until, now)} left"
+
+
+def iso_time(epoch: float) -> str:
+    """An instant as ISO 8601 in UTC to the second, the form the dashboard shows too."""
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _act(

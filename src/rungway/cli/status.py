@@ -70,21 +70,31 @@ def ladder_table(connections: list[dict[str, Any]], now: float) -> Table:
     return table
 
 
+STALE = "stale; refreshed on next use"
+"""How a quota window reads once its reset instant has passed: the reading is of a window
+that is over, and the gateway reads the new one from the connection's next answer."""
+
+
 def countdown(until: float, now: float) -> str:
     """`in 2h14m`, `in 5m30s`, `in 40s`; `now` once the instant has come."""
-    seconds = int(until - now)
-    if seconds <= 0:
+    if int(until - now) <= 0:
         return "now"
+    return f"in {time_left(until, now)}"
+
+
+def time_left(until: float, now: float) -> str:
+    """`2h14m`, `5m30s`, `40s` (`0s` once the instant has come)."""
+    seconds = max(0, int(until - now))
     days, rest = divmod(seconds, 86_400)
     hours, rest = divmod(rest, 3_600)
     minutes, seconds = divmod(rest, 60)
     if days:
-        return f"in {days}d{hours}h"
+        return f"{days}d{hours}h"
     if hours:
-        return f"in {hours}h{minutes:02d}m"
+        return f"{hours}h{minutes:02d}m"
     if minutes:
-        return f"in {minutes}m{seconds:02d}s"
-    return f"in {seconds}s"
+        return f"{minutes}m{seconds:02d}s"
+    return f"{seconds}s"
 
 
 def _window(window: dict[str, Any], now: float) -> str:
@@ -97,7 +107,13 @@ def _window(window: dict[str, Any], now: float) -> str:
     else:
         color = "red" if used >= 95 else "yellow" if used >= 80 else "green"
         shown = f"[{color}]{used:.0f}% used[/]"
-    resets = f", resets {countdown(window['resets_at'], now)}" if window["resets_at"] else ""
+    resets_at = window["resets_at"]
+    if not resets_at:
+        resets = ""
+    elif resets_at <= now:
+        resets = f", [dim]{STALE}[/]"
+    else:
+        resets = f", resets {countdown(resets_at, now)}"
     return f"{escape(window['name'])}{scope}: {shown}{resets}"
 
 
