@@ -1,38 +1,34 @@
 """`rungway doctor`: check a config and what it points at, each finding with its fix.
 
-The checks: the config file and its credentials; that the ledger file opens, has a schema
-this release knows, and no damage; that the credential store opens, when a connection
-uses it; then, for each connection, that its base URL answers HTTP at all (any status
-will do), that this machine's clock agrees with the upstream's `Date` header, and when
-its token expires (a JWT's `exp`, or a stored login that cannot renew itself). Nothing is written,
-and no credential is sent anywhere. Any FAIL makes the exit code 1.
+The checks: the config file (found as every command finds it) and its credentials; that
+the ledger file opens, has a schema this release knows, and no damage; that the credential
+store opens, when a connection uses it; then, for each connection, that its API answers at
+its base URL and this machine's clock agrees with the upstream's `Date` header (both from
+one request, see `probes.py`), and when its token expires (a JWT's `exp`, or a stored
+login that cannot renew itself). Nothing is written, and no credential is sent anywhere.
+Any FAIL makes the exit code 1.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import datetime as dt
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import orjson
 import typer
 from pydantic import SecretStr
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
-from rungway.adapters.registry import provider_entry
 from rungway.app import default_ledger_path
+from rungway.cli.config_file import ConfigOption, require_config
+from rungway.cli.findings import Finding, Level, show
+from rungway.cli.probes import Probe, api_finding, clock_skew, probe_all
 from rungway.cli.status import countdown
 from rungway.config import (
     ConfigError,
@@ -47,57 +43,26 @@ from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SCHEMA_VERSION
 
 out = Console()
-MAX_SKEW_S = 30.0
-"""Beyond this, reset instants read from the upstream and the local clock disagree."""
 EXPIRY_WARNING_S = 24 * 3600.0
 
 
-class Level(StrEnum):
-    """How a finding bears on running the gateway."""
-
-    OK = "OK"
-    WARN = "WARN"
-    FAIL = "FAIL"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One checked thing: how it stands, what was seen, and what to do about it."""
-
-    level: Level
-    subject: str
-    message: str
-    fix: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """What one connection's base URL answered: its status and `Date`, or why nothing."""
-
-    connection_id: str
-    url: str
-    status: int | None = None
-    date: str | None = None
-    error: str = ""
-    local_time: float = 0.0
-
-
 def doctor(
-    config: Annotated[Path, typer.Option("--config", "-c", help="The YAML config file.")],
+    config: ConfigOption = None,
     timeout: Annotated[
         float, typer.Option(help="Seconds to wait for each upstream's answer.", min=0.1)
     ] = 5.0,
 ) -> None:
-    """Check the config, the ledger and each upstream (reachability, clock, token expiry)."""
-    findings, settings, secrets = check_config(config)
+    """Check the config, the ledger and each upstream (its API, clock, token expiry)."""
+    # Only finding the file can stop doctor; an invalid one is reported as a finding.
+    findings, settings, secrets = check_config(require_config(config))
     if settings is not None:
         findings.extend(ledger_findings(settings.ledger.path or default_ledger_path()))
         store = _store(settings, findings)
-        probes = _probe_all(settings.connections, timeout)
+        probes = probe_all(settings.connections, timeout)
         for connection in settings.connections:
             findings.extend(_connection_findings(connection, probes, secrets, store))
     for finding in findings:
-        _show(finding)
+        show(finding, out)
     failed = sum(finding.level is Level.FAIL for finding in findings)
     warned = sum(finding.level is Level.WARN for finding in findings)
     out.print(f"\n{len(findings)} checks: {failed} failed, {warned} warnings", highlight=False)
@@ -227,41 +192,6 @@ def _writable_folder(folder: Path) -> bool:
     return False
 
 
-def base_url(connection: ConnectionConfig) -> str:
-    """Where the gateway sends this connection's requests."""
-    url = connection.base_url or provider_entry(connection.provider).default_base_url or ""
-    return url.rstrip("/")
-
-
-def _probe_all(connections: tuple[ConnectionConfig, ...], timeout: float) -> dict[str, Probe]:
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("probing upstreams", total=len(connections))
-
-        async def one(client: httpx.AsyncClient, connection: ConnectionConfig) -> Probe:
-            probe = await probe_url(client, connection.id, base_url(connection))
-            progress.update(task, advance=1, description=f"probed {connection.id}")
-            return probe
-
-        async def every() -> list[Probe]:
-            async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
-                return list(await asyncio.gather(*(one(client, c) for c in connections)))
-
-        probes = asyncio.run(every())
-    return {probe.connection_id: probe for probe in probes}
-
-
-async def probe_url(client: httpx.AsyncClient, connection_id: str, url: str) -> Probe:
-    """One GET without credentials: any HTTP answer means the upstream is reachable."""
-    try:
-        response = await client.get(url)
-    except httpx.HTTPError as error:
-        return Probe(connection_id, url, error=f"{type(error).__name__}: {error}".rstrip(": "))
-    return Probe(
-        connection_id, url, response.status_code, response.headers.get("date"), "", time.time()
-    )
-
-
 def _connection_findings(
     connection: ConnectionConfig,
     probes: dict[str, Probe],
@@ -270,7 +200,7 @@ def _connection_findings(
 ) -> list[Finding]:
     subject = f"connection {connection.id}"
     probe = probes[connection.id]
-    findings = [reachability(subject, probe)]
+    findings = [api_finding(subject, connection, probe)]
     skew = clock_skew(subject, probe)
     if skew is not None:
         findings.append(skew)
@@ -291,31 +221,6 @@ def _connection_findings(
     if expiry is not None:
         findings.append(expiry)
     return findings
-
-
-def reachability(subject: str, probe: Probe) -> Finding:
-    """OK for any HTTP answer; FAIL with the error when nothing answered."""
-    if probe.status is not None:
-        return Finding(Level.OK, subject, f"{probe.url} answers (HTTP {probe.status})")
-    fix = "check `base_url`, that the upstream is running, and the network or proxy between"
-    return Finding(Level.FAIL, subject, f"{probe.url} cannot be reached: {probe.error}", fix)
-
-
-def clock_skew(subject: str, probe: Probe) -> Finding | None:
-    """How far this machine's clock is from the upstream's `Date`; WARN past 30 s."""
-    if probe.date is None:
-        return None
-    try:
-        upstream = parsedate_to_datetime(probe.date).timestamp()
-    except (TypeError, ValueError):
-        return Finding(Level.WARN, subject, f"unreadable Date header {probe.date!r}")
-    # `Date` has whole seconds: up to one second of difference is only rounding.
-    skew = probe.local_time - upstream
-    if abs(skew) <= MAX_SKEW_S:
-        return Finding(Level.OK, subject, f"clock within {max(abs(skew), 1):.0f}s of upstream")
-    side = "ahead of" if skew > 0 else "behind"
-    message = f"this clock is {abs(skew):.0f}s {side} the upstream's: quota resets will be off"
-    return Finding(Level.WARN, subject, message, "synchronise the clock (NTP)")
 
 
 def token_expiry(subject: str, token: str, now: float) -> Finding | None:
@@ -353,14 +258,3 @@ def _jwt_claims(token: str) -> dict[str, Any] | None:
 
 def _unpadded(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
-_STYLE = {Level.OK: "green", Level.WARN: "yellow", Level.FAIL: "bold red"}
-
-
-def _show(finding: Finding) -> None:
-    style = _STYLE[finding.level]
-    head = f"[{style}]{finding.level.value:<4}[/] {escape(finding.subject)}: "
-    out.print(head + escape(finding.message), highlight=False)
-    if finding.fix and finding.level is not Level.OK:
-        out.print(f"     fix: {escape(finding.fix)}", highlight=False)
