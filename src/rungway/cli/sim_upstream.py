@@ -1,13 +1,27 @@
-"""`rungway sim-upstream`: run one simulated upstream in the foreground."""
+"""`rungway sim-upstream`: run one simulated upstream in the foreground.
+
+Once it listens it prints a connection to paste into a config: the provider and auth that
+speak to it, its base URL by the config's rule (an OpenAI-shaped one with its version path,
+`/v1`; an Anthropic one without; the Codex backend at `/backend-api/codex`), and the
+credential it expects, read from an environment variable.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import yaml
 
-from rungway.sim import SimUpstream, builtin_scenario, builtin_scenario_names, load_scenario
+from rungway.sim import (
+    Scenario,
+    SimUpstream,
+    builtin_scenario,
+    builtin_scenario_names,
+    load_scenario,
+)
 
 
 def _resolve(scenario: Path) -> Path:
@@ -40,9 +54,55 @@ def sim_upstream(
         clock = "fake clock (POST /_sim/clock)" if sim.state().fake_clock else "real clock"
         typer.echo(f"sim upstream {loaded.name!r} ({loaded.api} API, {clock}) at {url}")
         typer.echo(f"control API: {url}/_sim/state, /_sim/faults, /_sim/clock, /_sim/reset")
+        entry = connection_entry(loaded, url)
+        token = loaded.auth.token if loaded.auth.kind != "none" else None
+        if token is None:
+            typer.echo("credential it expects: none")
+        else:
+            typer.echo(
+                f"credential it expects: {token} (export {credential_variable(loaded)}={token})"
+            )
+        typer.echo("a connection for the config's `connections:` list:")
+        text = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None)
+        typer.echo("".join(f"  {line}" for line in text.splitlines(keepends=True)), nl=False)
 
     try:
         sim.serve(host=host, port=port, on_ready=announce)
     except KeyboardInterrupt:
         # uvicorn re-raises the Ctrl-C it handled once it has shut down cleanly.
         typer.echo("sim upstream stopped")
+
+
+def credential_variable(scenario: Scenario) -> str:
+    """The environment variable the printed connection reads its credential from."""
+    return "SIM_" + re.sub(r"[^A-Z0-9]+", "_", scenario.name.upper()).strip("_") + "_KEY"
+
+
+def connection_entry(scenario: Scenario, url: str) -> dict[str, Any]:
+    """A config connection that reaches the sim at `url` as the provider it stands for."""
+    bearer = "apikey"
+    if scenario.api == "anthropic":
+        # A bearer token on the Messages API is a plan's login (see `AuthSpec`).
+        provider, base_url, bearer = "anthropic", url, "oauth"
+    elif scenario.codex_settings is not None and scenario.api == "responses":
+        provider, base_url, bearer = "codex", f"{url}/backend-api/codex", "oauth"
+    elif scenario.api == "responses":
+        provider, base_url = "openai-responses", f"{url}/v1"
+    elif scenario.copilot_settings is not None:
+        provider, base_url, bearer = "copilot", f"{url}/v1", "oauth"
+    elif scenario.credit_settings is not None:
+        provider, base_url = "openrouter", f"{url}/v1"
+    else:
+        provider, base_url = "openai-compatible", f"{url}/v1"
+    auth = {"none": "none", "bearer": bearer, "x-api-key": "apikey"}[scenario.auth.kind]
+    entry: dict[str, Any] = {"id": scenario.name, "provider": provider, "auth": auth}
+    if auth != "none":
+        entry["credential"] = {"env": credential_variable(scenario)}
+    entry["base_url"] = base_url
+    # The usage endpoints the sim serves where each provider's own host would.
+    if provider == "copilot":
+        entry["usage_base_url"] = url
+    elif provider == "openrouter":
+        entry["usage_base_url"] = f"{url}/api/v1"
+    entry["models"] = [model.id for model in scenario.models]
+    return entry
