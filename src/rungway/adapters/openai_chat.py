@@ -39,7 +39,7 @@ class OpenAIChatAdapter:
 
     api = Api.OPENAI_CHAT
     versioned_base_url = True
-    """Whether this family's base URLs end in a version path; Copilot's do not."""
+    """Whether this family's base URLs include a version path (`/v1`); Copilot's do not."""
 
     def build_request(
         self,

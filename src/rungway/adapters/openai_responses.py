@@ -51,7 +51,7 @@ class OpenAIResponsesAdapter:
 
     api = Api.OPENAI_RESPONSES
     versioned_base_url = True
-    """Whether this family's base URLs end in a version path; the Codex backend's do not."""
+    """Whether this family's base URLs include a version path (`/v1`); Codex's do not."""
 
     def build_request(
         self,
