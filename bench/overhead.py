@@ -21,8 +21,11 @@ it is sent) and settles it; without, the models have no price and nothing is hel
 With `--translated`, Anthropic Messages requests are also sent for the model the
 OpenAI-compatible upstream serves, so the gateway translates each one both ways.
 
-    python bench/overhead.py [--quick] [--budgets] [--translated] [--load wrk|aiohttp]
-                             [--json-out FILE]
+With `--quiet`, the gateway writes no access line per request; by default it writes them
+to a file, as `rungway serve` does to its stderr.
+
+    python bench/overhead.py [--quick] [--budgets] [--translated] [--quiet]
+                             [--load wrk|aiohttp] [--json-out FILE]
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import aiohttp
 import psutil
@@ -142,21 +145,30 @@ class Row:
         return self.gateway.p99_us - self.direct.p99_us
 
 
+# Each process's stderr goes to a file of its own: the gateway writes an access line per
+# request (as `rungway serve` does by default), which would fill an unread pipe.
+_STDERR: dict[int, IO[bytes]] = {}
+
+
 def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - open for as long as the process runs
+    process = subprocess.Popen(
         [sys.executable, "-m", "rungway", *args],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
         env={**os.environ, **(env or {})},
     )
+    _STDERR[process.pid] = log
+    return process
 
 
 def _wait_http(url: str, process: subprocess.Popen[bytes], deadline_s: float = 30) -> float:
     started = time.perf_counter()
     while time.perf_counter() - started < deadline_s:
         if process.poll() is not None:
-            error = process.stderr.read().decode() if process.stderr else ""
-            raise RuntimeError(f"process exited early: {error}")
+            log = _STDERR[process.pid]
+            log.seek(0)
+            raise RuntimeError(f"process exited early: {log.read().decode()}")
         try:
             with urllib.request.urlopen(url, timeout=1):
                 return time.perf_counter() - started
@@ -407,7 +419,9 @@ def _cases(
     return cases
 
 
-def run(quick: bool, load_tool: str, budgets: bool, translated: bool) -> dict[str, Any]:
+def run(
+    quick: bool, load_tool: str, budgets: bool, translated: bool, quiet: bool = False
+) -> dict[str, Any]:
     """Run every case and return the results."""
     totals = {1: 1500, 16: 6000, 64: 6000} if not quick else {1: 400, 16: 1500, 64: 1500}
     max_s = 8.0 if not quick else 3.0
@@ -431,7 +445,7 @@ def run(quick: bool, load_tool: str, budgets: bool, translated: bool) -> dict[st
             _wait_http(f"{upstreams[api.name]}/_sim/state", process)
         gateway_port = _free_port()
         config = _gateway_config(folder, upstreams, gateway_port, budgets)
-        gateway = _spawn(["serve", "--config", str(config)])
+        gateway = _spawn(["serve", "--config", str(config), *(["--quiet"] if quiet else [])])
         running.append(gateway)
         gateway_url = f"http://127.0.0.1:{gateway_port}"
         _wait_http(f"{gateway_url}/healthz", gateway)
@@ -459,6 +473,7 @@ def run(quick: bool, load_tool: str, budgets: bool, translated: bool) -> dict[st
         "load": load_tool,
         "budgets": budgets,
         "translated": translated,
+        "access_lines": not quiet,
         "rows": [
             {**asdict(row), "added_p50_us": row.added_p50_us, "added_p99_us": row.added_p99_us}
             for row in rows
@@ -501,6 +516,11 @@ def main() -> None:
         action="store_true",
         help="also send Anthropic Messages requests that an OpenAI-compatible upstream serves",
     )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="serve with --quiet: no access line per request (the default writes them)",
+    )
     args = parser.parse_args()
     uvloop.install()
     print(
@@ -512,7 +532,7 @@ def main() -> None:
         "| added p50 / p99 µs | direct rps | gateway rps |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    results = run(args.quick, args.load, args.budgets, args.translated)
+    results = run(args.quick, args.load, args.budgets, args.translated, args.quiet)
     print(
         f"\ngateway RSS idle {results['idle_rss_mb']:.1f} MB, "
         f"loaded {results['loaded_rss_mb']:.1f} MB; cold start {results['cold_start_s']:.2f} s"
