@@ -244,7 +244,7 @@ def test_doctor_reads_stored_logins_from_the_credential_store(
         line.startswith("OK   credential store:") and "2 stored logins" in line for line in lines
     )
     assert "OK   connection renewing: stored login renews its token itself" in lines
-    stuck = lines.index("FAIL connection stuck: token expired at 2020-09-13 12:26 UTC")
+    stuck = lines.index("FAIL connection stuck: token expired at 2020-09-13T12:26:40Z")
     assert "re-import it with `rungway connections import`" in lines[stuck + 1]
     assert "at-1" not in checked.stdout
     assert "rt-1" not in checked.stdout

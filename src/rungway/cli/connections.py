@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,11 +9,12 @@ from urllib.parse import quote
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
 from rungway.cli.import_login import import_login
-from rungway.cli.status import STALE, time_left
+from rungway.cli.times import STALE, iso_time, time_left
 
 out = Console()
 
@@ -40,12 +40,14 @@ def list_connections(
     for entry in payload["connections"]:
         windows = "\n".join(_window_line(window, now) for window in entry["windows"]) or "-"
         cooldown = _cooldown(entry, now) if entry["cooldown_until"] else "-"
+        # Ids, model names and upstream reasons may hold brackets: print them as text.
+        name = escape(entry["id"])
         table.add_row(
-            f"{entry['id']}\n[red]disabled[/]" if entry.get("disabled") else entry["id"],
-            entry["provider"],
-            f"{entry['billing']} / {entry['overage']}",
-            windows,
-            cooldown,
+            f"{name}\n[red]disabled[/]" if entry.get("disabled") else name,
+            escape(entry["provider"]),
+            escape(f"{entry['billing']} / {entry['overage']}"),
+            escape(windows),
+            escape(cooldown),
             entry["breaker"],
         )
     out.print(table)
@@ -115,11 +117,6 @@ def _cooldown(entry: dict[str, Any], now: float) -> str:
     until = entry["cooldown_until"]
     reason = f" ({entry['cooldown_reason']})" if entry["cooldown_reason"] else ""
     return f"cooling down until {iso_time(until)}{reason}, {time_left(until, now)} left"
-
-
-def iso_time(epoch: float) -> str:
-    """An instant as ISO 8601 in UTC to the second, the form the dashboard shows too."""
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _act(

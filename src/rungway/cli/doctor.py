@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
 import os
 import sqlite3
 import time
@@ -29,7 +28,7 @@ from rungway.app import default_ledger_path
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.findings import Finding, Level, show
 from rungway.cli.probes import Probe, api_finding, clock_skew, probe_all
-from rungway.cli.status import countdown
+from rungway.cli.times import countdown, iso_time
 from rungway.config import (
     ConfigError,
     ConnectionConfig,
@@ -235,7 +234,7 @@ def token_expiry(subject: str, token: str, now: float) -> Finding | None:
 
 
 def _expiry(subject: str, expires: float, now: float, fix: str) -> Finding:
-    when = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = iso_time(expires)
     if expires <= now:
         return Finding(Level.FAIL, subject, f"token expired at {when}", fix)
     if expires - now <= EXPIRY_WARNING_S:

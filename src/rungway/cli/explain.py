@@ -6,7 +6,6 @@ file; `--url` asks only the gateway, `--ledger` reads only the file.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -24,6 +23,7 @@ from rungway.cli.admin_client import (
     error_message,
 )
 from rungway.cli.config_file import ConfigOption, find_config
+from rungway.cli.times import iso_time
 from rungway.config import ConfigError, load_settings
 from rungway.ledger.sqlite import read_matching
 from rungway.server.requests import MAX_MATCHES
@@ -102,7 +102,7 @@ def _list_matches(prefix: str, rows: list[dict[str, Any]], *, more: bool) -> NoR
     for row in rows:
         table.add_row(
             row["request_id"],
-            _iso(row["started_at"]),
+            iso_time(row["started_at"]),
             row["requested_model"],
             row["connection_id"] or "nothing",
             str(row["status"]),
@@ -129,10 +129,6 @@ def _usd(amount: float | None) -> str:
     return "unknown" if amount is None else f"${amount:.6f}"
 
 
-def _iso(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="seconds")
-
-
 def _ledger_from(config: Path | None) -> Path:
     path = find_config(config)
     if path is None:
@@ -146,7 +142,7 @@ def _ledger_from(config: Path | None) -> Path:
 
 
 def _render(row: dict[str, Any]) -> None:
-    started = _iso(row["started_at"])
+    started = iso_time(row["started_at"])
     served = row["connection_id"] or "nothing"
     out.print(
         f"[bold]{row['request_id']}[/] at {started}: [cyan]{row['requested_model']}[/] "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from rungway.cli.times import iso_time
 from rungway.config import ConfigError, CredentialStoreSettings, load_settings
 from rungway.credentials.logins import DEFAULT_SOURCES, LoginError, read_login
 from rungway.credentials.store import LOGIN_KINDS, LoginKind, StoredCredential, StoreError
@@ -38,11 +38,7 @@ class ImportedLogin:
     def summary(self) -> str:
         """One line saying where it is stored, when its token expires and whether it renews."""
         expires_at = self.credential.expires_at
-        expiry = (
-            dt.datetime.fromtimestamp(expires_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-            if expires_at is not None
-            else "unknown"
-        )
+        expiry = iso_time(expires_at) if expires_at is not None else "unknown"
         renews = (
             "renews itself"
             if self.credential.refresh_token or self.kind == "copilot"

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
+from rungway.cli.times import STALE, countdown
 from rungway.routing.rungs import Rung
 
 out = Console()
@@ -68,33 +69,6 @@ def ladder_table(connections: list[dict[str, Any]], now: float) -> Table:
             )
         table.add_section()
     return table
-
-
-STALE = "stale; refreshed on next use"
-"""How a quota window reads once its reset instant has passed: the reading is of a window
-that is over, and the gateway reads the new one from the connection's next answer."""
-
-
-def countdown(until: float, now: float) -> str:
-    """`in 2h14m`, `in 5m30s`, `in 40s`; `now` once the instant has come."""
-    if int(until - now) <= 0:
-        return "now"
-    return f"in {time_left(until, now)}"
-
-
-def time_left(until: float, now: float) -> str:
-    """`2h14m`, `5m30s`, `40s` (`0s` once the instant has come)."""
-    seconds = max(0, int(until - now))
-    days, rest = divmod(seconds, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{seconds:02d}s"
-    return f"{seconds}s"
 
 
 def _window(window: dict[str, Any], now: float) -> str:
