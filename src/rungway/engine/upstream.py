@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
 
 from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
@@ -125,7 +127,14 @@ class UpstreamClient:
             raise UpstreamUnreachable(_describe(error)) from None
         connection = response.connection
         if connection is not None and connection.protocol is not None:
-            connection.protocol.read_timeout = timeouts.idle_s
+            protocol = connection.protocol
+            protocol.read_timeout = timeouts.idle_s
+            # At the body's end the connection goes back to the pool while the last bytes
+            # may still wait in the read buffer. Reading them resumes a paused socket, and
+            # resuming re-arms the read timer on the now idle connection; once it fires,
+            # the next request on that connection fails at once with a read timeout. No
+            # timer after the end: the next request sets its own.
+            response.content.on_eof(partial(_no_read_timer, protocol))
         return UpstreamResponse(response.status, response.headers, response, timeouts.idle_s)
 
     async def get(
@@ -137,6 +146,10 @@ class UpstreamClient:
         timeout = aiohttp.ClientTimeout(total=deadline_s)
         async with self._session.get(url, headers=dict(headers), timeout=timeout) as response:
             return response.status, response.headers, await response.read()
+
+
+def _no_read_timer(protocol: ResponseHandler) -> None:
+    protocol.read_timeout = None
 
 
 def _describe(error: aiohttp.ClientError) -> str:
