@@ -38,7 +38,8 @@ def _attempts(row: dict[str, Any]) -> list[tuple[str, str]]:
 def test_plan_window_exhausted_falls_through_to_the_api_key_until_it_resets(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
-    gateway = start_gateway()
+    # The gateway reads time from the plan's clock, so the plan's cooldown ends at its reset.
+    gateway = start_gateway(clock=sims.plan.fake_clock)
     sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
     raw = _anthropic(gateway.url).messages.with_raw_response.create(
         model=CLAUDE, max_tokens=64, messages=HELLO
@@ -57,12 +58,13 @@ def test_plan_window_exhausted_falls_through_to_the_api_key_until_it_resets(
     assert back.headers["x-rungway-connection"] == "plan"
     rows = gateway.rows()
     assert [row["connection_id"] for row in rows] == ["plan", "api", "api"]
-    assert [_attempts(row) for row in rows] == [
-        [],
-        [("plan", "quota_exhausted")],
-        [("plan", "quota_exhausted")],
-    ]
+    # The plan, cooling down after its 429, is not asked again until its window resets.
+    assert [_attempts(row) for row in rows] == [[], [], [("plan", "quota_exhausted")]]
+    assert ("plan", "cooldown") in {
+        (s["connection"], s["reason"]) for s in rows[1]["plan"]["skipped"]
+    }
     assert sims.api.tally.total().requests == 2
+    assert len(sims.plan.requests) == 2
 
 
 def test_server_error_falls_through(start_gateway: StartGateway, sims: Upstreams) -> None:

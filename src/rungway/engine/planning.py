@@ -1,8 +1,9 @@
 """Planning: from a checked request to the routes to try, in order, with the plan behind them.
 
 A named model goes to the connections that serve it (the plan is fixed, so it is built once
-per name), less those an operator disabled. An `auto` id runs the ladder over a fresh
-snapshot; an empty ladder answers with an error, never a fallback to another billing class.
+per name), less those an operator disabled or that rest (a cooldown, an open breaker). An
+`auto` id runs the ladder over a fresh snapshot; an empty ladder answers with an error,
+never a fallback to another billing class.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from rungway.engine.call import Call, Refusal
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
 from rungway.routing.autoid import BadAutoId, Ladder
 from rungway.routing.billing import BillingClass
-from rungway.routing.gates import DISABLED
 from rungway.routing.ladder import RouteRequest, plan_route
-from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
+from rungway.routing.named import gate_named
+from rungway.routing.plan import Candidate, RoutePlan, Skip
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
@@ -54,7 +55,8 @@ class Plan:
 
 
 _NAMED_PLANS_KEPT = 4096
-"""Named models' plans never change (no gate but disabling applies): kept up to this many."""
+"""Named models' plans are fixed but for the state gates applied per request: kept up to
+this many."""
 _ENABLED = ConnectionState()
 
 
@@ -125,34 +127,34 @@ class Planner:
         return self._without_disabled(named)
 
     def _without_disabled(self, named: Plan) -> Plan | Refusal:
-        """A named plan less the connections an operator disabled (most often: unchanged)."""
-        states = self._ladder.state.connection_states(self._ladder.clock.now())
-        if not any(states.get(route.connection.id, _ENABLED).disabled for route in named.routes):
+        """A named plan less the connections disabled or resting (most often: unchanged).
+
+        A connection cooling down or behind an open breaker is not asked while another can
+        serve; when every one rests, the answer is a 429 until the first comes back."""
+        now = self._ladder.clock.now()
+        gated = gate_named(named.route_plan, self._ladder.state.connection_states(now), now)
+        if gated is named.route_plan:
             return named
-        kept, skipped = [], []
-        for route, candidate in zip(named.routes, named.route_plan.candidates, strict=True):
-            if states.get(route.connection.id, _ENABLED).disabled:
-                skipped.append(
-                    Skip(
-                        SkipReason.DISABLED,
-                        DISABLED.detail,
-                        route.connection.id,
-                        route.target.model,
-                        route.rung,
-                    )
-                )
-            else:
-                kept.append((route, candidate))
         requested = named.resolution.requested
-        if not kept:
-            ids = ", ".join(skip.connection_id or "" for skip in skipped)
+        if not gated.candidates:
+            skipped = gated.skipped
+            if gated.earliest_reset is None:
+                ids = ", ".join(skip.connection_id or "" for skip in skipped)
+                message = (
+                    f"every connection serving {requested} is disabled ({ids}); "
+                    "enable one with `rungway connections enable ID`"
+                )
+                return Refusal(503, message, "no_route")
+            wait = max(1.0, gated.earliest_reset - now)
+            reasons = "; ".join(_describe(skip) for skip in skipped[:12])
             message = (
-                f"every connection serving {requested} is disabled ({ids}); "
-                "enable one with `rungway connections enable ID`"
+                f"every connection serving {requested} is resting: {reasons}; "
+                f"retry after {wait:.0f}s"
             )
-            return Refusal(503, message, "no_route")
-        route_plan = RoutePlan(requested, None, None, tuple(c for _, c in kept), tuple(skipped))
-        return Plan.of(named.resolution, [route for route, _ in kept], route_plan)
+            return Refusal(429, message, "connections_resting", retry_after_s=wait)
+        kept = {candidate.connection_ids[0] for candidate in gated.candidates}
+        routes = [route for route in named.routes if route.connection.id in kept]
+        return Plan.of(named.resolution, routes, gated)
 
     def _ladder_plan(self, call: Call, resolution: Resolution) -> Plan | Refusal:
         spec = resolution.auto

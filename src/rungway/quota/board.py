@@ -193,11 +193,19 @@ class QuotaBoard:
         windows = tuple(self._windows.get(connection_id, {}).values())
         rest = self._rests.get(connection_id)
         breaker = self._breaker.get(connection_id)
+        tripped = breaker.state(self._now, self._breakers) if breaker else BreakerState.CLOSED
         state = ConnectionState(
             windows=windows,
             cooldown_until=rest.until if rest is not None else None,
             cooldown_reason=rest.reason if rest is not None else "",
-            breaker=breaker.state(self._now, self._breakers) if breaker else BreakerState.CLOSED,
+            breaker=tripped,
+            breaker_open_until=(
+                breaker.opened_at + self._breakers.half_open_after_s
+                if breaker is not None
+                and breaker.opened_at is not None
+                and tripped is BreakerState.OPEN
+                else None
+            ),
             overage_permitted=self._overage.get(connection_id),
             disabled=connection_id in self._disabled,
         )

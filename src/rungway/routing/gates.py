@@ -151,10 +151,23 @@ def health_verdict(state: ConnectionState, now: float, *, strict: bool) -> Verdi
         detail = f"cooling down for {state.cooldown_until - now:.0f}s more{reason}"
         return Verdict(SkipReason.COOLDOWN, detail, state.cooldown_until)
     if state.breaker is BreakerState.OPEN:
-        return Verdict(SkipReason.BREAKER_OPEN, "circuit breaker open after repeated failures")
+        return Verdict(
+            SkipReason.BREAKER_OPEN,
+            "circuit breaker open after repeated failures",
+            state.breaker_open_until,
+        )
     if state.breaker is BreakerState.HALF_OPEN and strict:
         return Verdict(SkipReason.BREAKER_HALF_OPEN, "circuit breaker half-open: not verified")
     return PASS
+
+
+def resting_verdict(state: ConnectionState, now: float) -> Verdict:
+    """A named model's gate: disabled, cooling down, or behind an open breaker.
+
+    A half-open breaker passes: the request is the probe that may close it."""
+    if state.disabled:
+        return DISABLED
+    return health_verdict(state, now, strict=False)
 
 
 def plan_verdict(billing: BillingVerdict) -> Verdict:

@@ -62,6 +62,8 @@ class ConnectionState:
     cooldown_until: float | None = None
     cooldown_reason: str = ""
     breaker: BreakerState = BreakerState.CLOSED
+    breaker_open_until: float | None = None
+    """When an open breaker turns half-open and may take a probe; None unless open."""
     overage_permitted: bool | None = None
     """The account's own word on billing past its allowance (Copilot); None when unread."""
     disabled: bool = False
