@@ -62,12 +62,12 @@ class ConnectionState:
     cooldown_until: float | None = None
     cooldown_reason: str = ""
     breaker: BreakerState = BreakerState.CLOSED
-    breaker_open_until: float | None = None
-    """When an open breaker turns half-open and may take a probe; None unless open."""
     overage_permitted: bool | None = None
     """The account's own word on billing past its allowance (Copilot); None when unread."""
     disabled: bool = False
     """An operator took the connection out of the ladder; nothing plans it until enabled."""
+    breaker_open_until: float | None = None
+    """When an open breaker turns half-open and may take a probe; None unless open."""
 
 
 @dataclass(frozen=True, slots=True)
