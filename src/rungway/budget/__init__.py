@@ -6,11 +6,19 @@ the real cost when the request is recorded and is released when the attempt fail
 """
 
 from rungway.budget.ceiling import DEFAULT_OUTPUT_CEILING, cost_ceiling
-from rungway.budget.local import KeyBudget, LocalBudget, Reservation, ReservationLog, Shortfall
+from rungway.budget.local import (
+    HeldFor,
+    KeyBudget,
+    LocalBudget,
+    Reservation,
+    ReservationLog,
+    Shortfall,
+)
 from rungway.budget.period import period_start
 
 __all__ = [
     "DEFAULT_OUTPUT_CEILING",
+    "HeldFor",
     "KeyBudget",
     "LocalBudget",
     "Reservation",

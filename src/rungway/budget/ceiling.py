@@ -1,4 +1,9 @@
-"""The most a request could cost: its input estimate and its output limit at list price."""
+"""The most a request could cost: its input estimate and its output limit at list price.
+
+It is read from the body that goes upstream, not the client's: translation and thinking
+can raise the output limit far above what the client asked for (a thinking budget needs
+`max_tokens` above it), and a second try within a model's limit lowers it.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +29,11 @@ def cost_ceiling(provider: str, model: str, body: Mapping[str, Any], body_bytes:
 
 def output_limit(body: Mapping[str, Any]) -> int:
     """The request's own output limit, or the default ceiling."""
+    # The largest field that is set: an upstream that reads another of them must not be
+    # able to produce more than was held for.
+    found = 0
     for name in _OUTPUT_LIMITS:
         value = body.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return DEFAULT_OUTPUT_CEILING
+        if isinstance(value, int) and not isinstance(value, bool) and value > found:
+            found = value
+    return found or DEFAULT_OUTPUT_CEILING

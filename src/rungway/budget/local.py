@@ -7,8 +7,8 @@ and an add on one event loop, so two requests can never both take the last of a 
 
 Settled spend is seeded from the ledger at the start of each period, so a restart loses
 nothing that was settled. Each reservation is also written to a `ReservationLog` before the
-attempt is sent; after a crash the log's open reservations are held again until they
-expire, because their upstreams may have billed them.
+attempt is sent, with the request it is for; after a crash the log's open reservations
+are held again until they expire, because their upstreams may have billed them.
 """
 
 from __future__ import annotations
@@ -38,6 +38,19 @@ class KeyBudget:
     period: Period
 
 
+@dataclass(frozen=True, slots=True)
+class HeldFor:
+    """The request and route a reservation is for: what a crash's ledger row names."""
+
+    request_id: str
+    started_at: float
+    api: str
+    model: str
+    connection_id: str
+    provider: str
+    upstream_model: str
+
+
 @dataclass(slots=True)
 class Reservation:
     """Money held for one attempt against its rung's budget and its client key's."""
@@ -49,6 +62,7 @@ class Reservation:
     expires_at: float
     rung_period: float = float("nan")
     key_period: float = float("nan")
+    held_for: HeldFor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +123,13 @@ class LocalBudget:
         self._ids = itertools.count(secrets.randbits(48) << 12)
 
     def reserve(
-        self, rung: Rung, client_key: str | None, amount: float, now: float
+        self,
+        rung: Rung,
+        client_key: str | None,
+        amount: float,
+        now: float,
+        *,
+        held_for: HeldFor | None = None,
     ) -> Reservation | Shortfall | None:
         """Hold `amount` against the rung's and the key's budgets, or say which cannot.
 
@@ -140,6 +160,7 @@ class LocalBudget:
             now + self._ttl,
             account.start,
             key_account.start if key_account is not None else float("nan"),
+            held_for,
         )
         if self._log is not None:
             self._log.opened(reservation)

@@ -8,6 +8,7 @@ through until its first content event; see `relay.py`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from rungway.engine.giving_up import every_attempt_failed
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.relay import StreamRelay
-from rungway.engine.second_try import second_try
+from rungway.engine.second_try import Attempted, second_try
 from rungway.engine.spending import NO_COST, Spending, over_budget
 from rungway.engine.state import Budget, QuotaObserver
 from rungway.engine.translation import CodecFor, Translation
@@ -44,6 +45,8 @@ from rungway.engine.upstream import (
 from rungway.protocol.errors import ERROR_BODIES, STREAM_ERROR_EVENTS
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
+
+log = logging.getLogger("rungway.engine")
 
 
 class Engine:
@@ -79,20 +82,13 @@ class Engine:
         for route in plan.routes:
             if route.connection.id in trail.spent:
                 continue
-            hold = self._spending.hold(call, route, self._clock.now())
-            if isinstance(hold, Shortfall):
+            started = time.perf_counter()
+            result = await self._route(call, route, trail)
+            if isinstance(result, Shortfall):
                 # Checked on every attempt, fall-throughs included: this rung's budget (or
                 # the key's) cannot take the request's worst case, so it goes on up the plan.
-                trail.shortfalls.append(hold)
+                trail.shortfalls.append(result)
                 continue
-            trail.reservation = hold
-            started = time.perf_counter()
-            sent = route.connection.credential()
-            result = await self._attempt(call, route, trail)
-            if isinstance(result, Failure):
-                result = await second_try(
-                    call, route, trail, result, sent=sent, attempt=self._attempt
-                )
             if not isinstance(result, Failure):
                 return result
             self._spending.release(trail.reservation)
@@ -148,20 +144,81 @@ class Engine:
                 return Reply(response.status, _json_headers(call, route), body)
         return None
 
-    async def _attempt(self, call: Call, route: Route, trail: _Trail) -> Outcome | Failure:
-        adapter, connection = route.adapter, route.connection
-        translation = trail.translation if adapter.api is not call.api else None
+    async def _route(self, call: Call, route: Route, trail: _Trail) -> Attempted:
+        """One route's attempt, and its second try when the failure allows one.
+
+        Whatever happens, its hold does not outlive it unless a stream has taken it over.
+        """
+        sent = route.connection.credential()
+        trail.in_flight = False
+        try:
+            result = await self._attempt(call, route, trail)
+            if isinstance(result, Failure):
+                result = await second_try(
+                    call, route, trail, result, sent=sent, attempt=self._attempt
+                )
+        except Exception as error:
+            log.exception(
+                "request %s: the attempt on %s broke", call.request_id, route.connection.id
+            )
+            return self._broke(trail, route, type(error).__name__)
+        except BaseException:
+            self._broke(trail, route, None)
+            raise
+        return result
+
+    def _broke(self, trail: _Trail, route: Route, error: str | None) -> Refusal:
+        """End an attempt that raised (`error` names the exception) or was cancelled (None).
+
+        Its hold never outlives it: released if its request had not gone upstream, else
+        settled whole in a ledger row, since the upstream may have billed up to it.
+        """
+        outcome = "gateway_error" if error is not None else "cancelled"
+        if trail.in_flight:
+            trail.attempts.append(Attempt(route.connection.id, outcome, None, 0.0, error or ""))
+            self._record(trail, route, outcome, 500 if error is not None else 499, unknown=True)
+        else:
+            self._spending.release(trail.reservation)
+            trail.reservation = None
+            if trail.reached:
+                self._record(trail, None, outcome, 500)
+        message = (
+            f"the gateway failed while handling this request ({error}); this is a fault in "
+            f"the gateway, not in the request: its log holds the details under request id "
+            f"{trail.call.request_id}"
+        )
+        return Refusal(500, message, "gateway_error")
+
+    def _held_request(self, call: Call, route: Route, trail: _Trail) -> UpstreamRequest | Shortfall:
+        """The request for `route`, once its budget holds what it could cost."""
+        translation = trail.translation if route.adapter.api is not call.api else None
         sent, sent_raw = call.body, call.raw_body
         if translation is not None:
-            sent, sent_raw = translation.upstream_body(adapter.api, route.target.model)
-        request = adapter.build_request(
-            connection,
+            sent, sent_raw = translation.upstream_body(route.adapter.api, route.target.model)
+        request = route.adapter.build_request(
+            route.connection,
             body=sent,
             raw_body=sent_raw,
             upstream_model=route.target.model,
             client_headers=call.headers,
             query=call.query,
         )
+        # Priced from what goes upstream (translation and thinking can raise the output
+        # limit); a second try's hold replaces its first attempt's.
+        self._spending.release(trail.reservation)
+        trail.reservation = None
+        hold = self._spending.hold(call, route, sent, len(request.body), self._clock.now())
+        if isinstance(hold, Shortfall):
+            return hold
+        trail.reservation, trail.in_flight = hold, True
+        return request
+
+    async def _attempt(self, call: Call, route: Route, trail: _Trail) -> Attempted:
+        adapter, connection = route.adapter, route.connection
+        translation = trail.translation if adapter.api is not call.api else None
+        request = self._held_request(call, route, trail)
+        if isinstance(request, Shortfall):
+            return request
         trail.sent, trail.answered = time.perf_counter(), None
         try:
             response = await self._client.send(request)
@@ -244,7 +301,9 @@ class Engine:
             trail.usage = relay.watcher.usage
             trail.ttfb = relay.committed_at
             if failure is not None:
-                self._quota.failed(connection.id, failure, self._clock.now())
+                if outcome != "gateway_error":
+                    # A fault of the gateway's own says nothing about the connection's health.
+                    self._quota.failed(connection.id, failure, self._clock.now())
                 trail.attempts.append(
                     Attempt(connection.id, outcome, 200, 0.0, failure.message[:300])
                 )
@@ -309,16 +368,26 @@ class Engine:
             self._record(trail, None, trail.attempts[-1].outcome, refusal.status)
         return refusal
 
-    def _record(self, trail: _Trail, route: Route | None, outcome: str, status: int) -> None:
+    def _record(
+        self,
+        trail: _Trail,
+        route: Route | None,
+        outcome: str,
+        status: int,
+        *,
+        unknown: bool = False,
+    ) -> None:
+        """Write the request's row, settling its hold; `unknown` settles it whole."""
         call = trail.call
         now = time.perf_counter()
         connection = route.connection if route is not None else None
         reservation, trail.reservation = trail.reservation, None
-        costs = (
-            self._spending.settle(call, route, trail.usage, reservation, self._clock.now())
-            if route is not None
-            else NO_COST
-        )
+        if unknown:
+            costs = self._spending.settle_unknown(reservation, self._clock.now())
+        elif route is not None:
+            costs = self._spending.settle(call, route, trail.usage, reservation, self._clock.now())
+        else:
+            costs = NO_COST
         self._recorder.record(
             RequestRecord(
                 request_id=call.request_id,
@@ -363,6 +432,9 @@ class _Trail:
     reached: bool = False
     retry_after_s: float | None = None
     reservation: Reservation | None = None
+    """The current attempt's hold, until it is settled, released or handed to its stream."""
+    in_flight: bool = False
+    """Whether the current route's request has gone upstream (so it may be billed)."""
     shortfalls: list[Shortfall] = field(default_factory=list)
     translation: Translation | None = None
     spent: set[str] = field(default_factory=set)

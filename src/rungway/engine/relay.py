@@ -4,12 +4,17 @@ Until the first content event arrives, the relay holds back the upstream's pream
 (`message_start`, `ping`, an empty opening chunk) so the engine can still fall through to
 another connection. From the first content event on, every event is forwarded as soon as
 it is complete; a failure after that ends the stream with the ingress API's error event.
+
+The stream's budget hold is settled when the stream is recorded, and the stream is
+recorded exactly once however it ends: whole, by an upstream failure, by a fault in the
+gateway's own handling of an event, or by the client leaving, even before its first byte.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from rungway.adapters.base import EventKind, StreamWatcher
 from rungway.engine.upstream import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
@@ -20,6 +25,7 @@ from rungway.protocol.sse import SseEvent, SseSplitter
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
 Finish = Callable[[str, Failure | None], None]
+log = logging.getLogger("rungway.engine")
 
 
 class StreamRelay:
@@ -47,47 +53,52 @@ class StreamRelay:
 
     async def prime(self) -> Failure | None:
         """Read up to the first content event; return the failure if one comes first."""
+        try:
+            failure = await self._read_preamble()
+        except BaseException:
+            self._response.close()
+            raise
+        if failure is not None:
+            self._response.close()
+            return failure
+        self.committed_at = time.perf_counter()
+        return None
+
+    async def _read_preamble(self) -> Failure | None:
         committed = False
         while not committed:
             try:
                 chunk = await self._response.next_chunk()
             except (UpstreamTimeout, UpstreamUnreachable) as error:
-                self._response.close()
                 return _transport_failure(error)
             if not chunk:
-                self._response.close()
                 return Failure(FailureClass.NETWORK, "the stream ended before any content")
             for event in self._splitter.feed(chunk):
                 kind = self._watcher.see(event)
                 if kind is EventKind.ERROR and not committed:
-                    self._response.close()
                     return self._watcher.failure
                 committed = committed or kind is EventKind.CONTENT
                 self._pending.append(self._client_bytes(event, kind))
-        self.committed_at = time.perf_counter()
         return None
 
-    async def body(self, finish: Finish) -> AsyncIterator[bytes]:
+    def body(self, finish: Finish) -> RelayBody:
         """The client's stream: held events first, then each event as it completes.
 
-        `finish(outcome, failure)` runs exactly once, however the stream ends. When the
-        stream ends with its last event or an error event, it runs before that event is
-        passed on, so the request is recorded before the client can see the end.
+        `finish(outcome, failure)` runs exactly once, however the stream ends, closing it
+        before its first byte included. When the stream ends with its last event or an
+        error event, it runs before that event is passed on, so the request is recorded
+        before the client can see the end.
         """
+        ending = _Ending(finish)
+        return RelayBody(self._events(ending), ending, self._response.close)
+
+    async def _events(self, ending: _Ending) -> AsyncGenerator[bytes]:
         watcher = self._watcher
-        ended = ended_well = False
-
-        def end(failure: Failure | None) -> None:
-            nonlocal ended, ended_well
-            if not ended:
-                ended, ended_well = True, failure is None
-                finish(failure.kind.value if failure is not None else "ok", failure)
-
         try:
             out = self._pending
             while True:
                 if watcher.finished or watcher.failure is not None:
-                    end(watcher.failure)
+                    ending.end(watcher.failure)
                 data = b"".join(out)
                 out.clear()
                 if data:
@@ -96,31 +107,88 @@ class StreamRelay:
                     chunk = await self._response.next_chunk()
                 except (UpstreamTimeout, UpstreamUnreachable) as error:
                     failure = _transport_failure(error)
-                    end(failure)
+                    ending.end(failure)
                     yield self._error_event(failure.message, failure.kind)
                     break
                 if not chunk:
                     if not watcher.finished and watcher.failure is None:
                         failure = Failure(FailureClass.NETWORK, "the upstream stream ended early")
-                        end(failure)
+                        ending.end(failure)
                         yield self._error_event(failure.message, failure.kind)
                     break
-                for event in self._splitter.feed(chunk):
-                    out.append(self._client_bytes(event, watcher.see(event)))
-            end(watcher.failure)
+                try:
+                    for event in self._splitter.feed(chunk):
+                        out.append(self._client_bytes(event, watcher.see(event)))
+                except Exception as error:
+                    # A fault in the gateway's own handling of an event: the stream cannot
+                    # go on, and is recorded as broken rather than left to its hold's expiry.
+                    log.exception("the relay could not handle an upstream event")
+                    failure = Failure(
+                        FailureClass.SERVER,
+                        f"the gateway failed while relaying the stream ({type(error).__name__})",
+                    )
+                    ending.end(failure, outcome="gateway_error")
+                    yield self._error_event(failure.message, failure.kind)
+                    break
+            ending.end(watcher.failure)
         finally:
-            if ended_well:
+            if ending.well:
                 self._response.release()
             else:
                 self._response.close()
-            if not ended:
-                finish("client_closed", None)
+            ending.end(None, outcome="client_closed")
 
     def _client_bytes(self, event: SseEvent, kind: EventKind) -> bytes:
         if self._translate is not None:
             # A translator reads every event, the usage chunk the client never sees included.
             return self._translate(event)
         return b"" if kind is EventKind.DROP else event.raw
+
+
+class _Ending:
+    """Runs a stream's `finish` once, with the first way it ended."""
+
+    __slots__ = ("_finish", "ended", "well")
+
+    def __init__(self, finish: Finish) -> None:
+        self._finish = finish
+        self.ended = self.well = False
+
+    def end(self, failure: Failure | None, *, outcome: str | None = None) -> None:
+        """The stream ended with `failure` (None: well, unless `outcome` says otherwise)."""
+        if not self.ended:
+            self.ended, self.well = True, failure is None and outcome is None
+            finish_outcome = outcome or (failure.kind.value if failure is not None else "ok")
+            self._finish(finish_outcome, failure)
+
+
+class RelayBody:
+    """The client's stream. Closing it ends the stream even before its first byte, when
+    the generator inside has not started and its own clean-up would not run."""
+
+    __slots__ = ("_close_upstream", "_ending", "_events")
+
+    def __init__(
+        self, events: AsyncGenerator[bytes], ending: _Ending, close_upstream: Callable[[], None]
+    ) -> None:
+        self._events = events
+        self._ending = ending
+        self._close_upstream = close_upstream
+
+    def __aiter__(self) -> RelayBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the stream; record it as the client leaving if it had not ended."""
+        try:
+            await self._events.aclose()
+        finally:
+            if not self._ending.ended:
+                self._close_upstream()
+                self._ending.end(None, outcome="client_closed")
 
 
 def _transport_failure(error: UpstreamTimeout | UpstreamUnreachable) -> Failure:

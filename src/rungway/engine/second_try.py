@@ -3,6 +3,9 @@
 - A refusal that names the model's output limit: the same request within that limit
   (see `output_limit.py`).
 - A 401 on a renewable login: the same request with the renewed token, once.
+
+The second attempt holds its own budget in place of the first's, priced from the body it
+sends, so a smaller output limit holds less; one that no longer fits says so (`Shortfall`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import SecretStr
 
+from rungway.budget import Shortfall
 from rungway.engine.call import Call, Outcome
 from rungway.engine.output_limit import output_limit_in, within_output_limit
 from rungway.engine.planning import Route
@@ -27,6 +31,8 @@ class Trail(Protocol):
 
 
 T = TypeVar("T", bound=Trail)
+Attempted = Outcome | Failure | Shortfall
+"""What one attempt ends in: an answer, a failure, or a hold its budget could not take."""
 
 
 async def second_try(
@@ -36,8 +42,8 @@ async def second_try(
     failure: Failure,
     *,
     sent: SecretStr | None,
-    attempt: Callable[[Call, Route, T], Awaitable[Outcome | Failure]],
-) -> Outcome | Failure:
+    attempt: Callable[[Call, Route, T], Awaitable[Attempted]],
+) -> Attempted:
     """The failure, or the outcome of one more attempt when the failure allows it."""
     if failure.kind is FailureClass.BAD_REQUEST:
         return await _within_output_limit(call, route, trail, failure, attempt)
@@ -56,8 +62,8 @@ async def _within_output_limit(
     route: Route,
     trail: T,
     failure: Failure,
-    attempt: Callable[[Call, Route, T], Awaitable[Outcome | Failure]],
-) -> Outcome | Failure:
+    attempt: Callable[[Call, Route, T], Awaitable[Attempted]],
+) -> Attempted:
     limit = output_limit_in(failure.message)
     translation = trail.translation
     if limit is None:

@@ -1,21 +1,25 @@
 """What each attempt may cost and did cost: budget holds before it, costs after it.
 
 An attempt on a paid rung (cheap or premium) first holds its cost ceiling against the
-rung's budget and the client key's; one that does not fit is not sent. When the request is
-recorded, its tokens are priced: the incremental cost is what it added to the bill (nothing
-on the subscription, keyless and free rungs; the upstream's own figure where it reports
-one), and the list cost is what the same tokens cost metered. The hold is then settled to
-the incremental cost, or released if the attempt failed.
+rung's budget and the client key's, priced from the body it is about to send; one that
+does not fit is not sent. When the request is recorded, its tokens are priced: the
+incremental cost is what it added to the bill (nothing on the subscription, keyless and
+free rungs; the upstream's own figure where it reports one), and the list cost is what the
+same tokens cost metered. The hold is then settled to
+the incremental cost, or released if the attempt failed. An attempt whose outcome the
+gateway cannot know (it broke or was cancelled after its request went out) settles at its
+whole hold, as the upstream may have billed up to that.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 from rungway.adapters.base import Usage
-from rungway.budget import Reservation, Shortfall, cost_ceiling
+from rungway.budget import HeldFor, Reservation, Shortfall, cost_ceiling
 from rungway.engine.call import Call, Refusal
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
@@ -42,20 +46,38 @@ class Spending:
     def __init__(self, budget: Budget) -> None:
         self._budget = budget
 
-    def hold(self, call: Call, route: Route, now: float) -> Reservation | Shortfall | None:
-        """A hold for an attempt on a paid rung; None when no budget needs one."""
+    def hold(
+        self, call: Call, route: Route, sent: Mapping[str, Any], sent_bytes: int, now: float
+    ) -> Reservation | Shortfall | None:
+        """A hold for an attempt on a paid rung, priced from `sent`, the body going upstream
+        (`sent_bytes` long); None when no budget needs one."""
         if route.rung not in PAID_RUNGS:
             return None
         assert route.rung is not None
-        ceiling = cost_ceiling(
-            route.connection.provider, route.target.model, call.body, len(call.raw_body)
+        connection = route.connection
+        ceiling = cost_ceiling(connection.provider, route.target.model, sent, sent_bytes)
+        held_for = HeldFor(
+            call.request_id,
+            call.started_at,
+            call.api.value,
+            str(call.body.get("model")),
+            connection.id,
+            connection.provider,
+            route.target.model,
         )
-        return self._budget.reserve(route.rung, call.client_key, ceiling, now)
+        return self._budget.reserve(route.rung, call.client_key, ceiling, now, held_for=held_for)
 
     def release(self, reservation: Reservation | None) -> None:
         """The attempt failed: it cost nothing."""
         if reservation is not None:
             self._budget.release(reservation)
+
+    def settle_unknown(self, reservation: Reservation | None, now: float) -> Costs:
+        """The attempt went upstream and its outcome is unknown: it costs its whole hold."""
+        if reservation is None:
+            return NO_COST
+        self._budget.settle(reservation, reservation.amount, now)
+        return Costs(reservation.amount, None)
 
     def settle(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from rungway.budget.local import Reservation, Shortfall
+from rungway.budget.local import HeldFor, Reservation, Shortfall
 from rungway.protocol.failures import Failure
 from rungway.routing.rungs import Rung
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, RungSpend
@@ -28,10 +28,16 @@ class Budget(Protocol):
     """Where paid attempts' money is held: reserved before an attempt, settled after it."""
 
     def reserve(
-        self, rung: Rung, client_key: str | None, amount: float, now: float
+        self,
+        rung: Rung,
+        client_key: str | None,
+        amount: float,
+        now: float,
+        *,
+        held_for: HeldFor | None = None,
     ) -> Reservation | Shortfall | None:
-        """Hold `amount` against the rung's and the key's budgets, or say which cannot;
-        None when neither has a budget."""
+        """Hold `amount` against the rung's and the key's budgets for the request
+        `held_for` names, or say which cannot; None when neither has a budget."""
         ...
 
     def settle(self, reservation: Reservation, cost: float, now: float) -> None:
