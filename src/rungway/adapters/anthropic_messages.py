@@ -22,7 +22,7 @@ from rungway.adapters.base import (
     with_model,
 )
 from rungway.config import Auth
-from rungway.protocol.anthropic_messages import PREAMBLE_EVENTS
+from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
@@ -160,9 +160,10 @@ class AnthropicMessagesAdapter:
 class AnthropicMessagesWatcher:
     """Tracks one Messages stream: preamble, cumulative usage, in-stream errors."""
 
-    __slots__ = ("failure", "finished", "usage")
+    __slots__ = ("_content_seen", "failure", "finished", "usage")
 
     def __init__(self) -> None:
+        self._content_seen = False
         self.usage = Usage()
         self.failure: Failure | None = None
         self.finished = False
@@ -183,7 +184,12 @@ class AnthropicMessagesWatcher:
             return EventKind.ERROR
         elif name == "message_stop":
             self.finished = True
-        return EventKind.PREAMBLE if name in PREAMBLE_EVENTS else EventKind.CONTENT
+            return EventKind.CONTENT
+        if not self._content_seen:
+            if not visible.anthropic(name, event.data):
+                return EventKind.PREAMBLE
+            self._content_seen = True
+        return EventKind.CONTENT
 
 
 def _headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:

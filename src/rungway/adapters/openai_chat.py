@@ -21,7 +21,7 @@ from rungway.adapters.openai_errors import (
     classify_openai_failure,
     version_path_hint,
 )
-from rungway.protocol import openai_chat
+from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
@@ -137,7 +137,7 @@ class OpenAIChatWatcher:
             if self._strip_usage_chunk and not chunk.get("choices"):
                 return EventKind.DROP
         if not self._content_seen:
-            if not openai_chat.is_content_chunk(data):
+            if not visible.chat(data):
                 return EventKind.PREAMBLE
             self._content_seen = True
         return EventKind.CONTENT

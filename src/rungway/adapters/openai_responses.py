@@ -23,7 +23,7 @@ from rungway.adapters.openai_errors import (
     version_path_hint,
     wait_in_message,
 )
-from rungway.protocol import json_values
+from rungway.protocol import json_values, visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
@@ -137,7 +137,7 @@ class OpenAIResponsesWatcher:
             self.failure = stream_failure(json_values.mapping(data.get("error")) or data)
             return EventKind.ERROR
         if not self._content_seen:
-            if not (kind.endswith(".delta") or kind == "response.output_item.done"):
+            if not visible.responses(kind, event.data):
                 return EventKind.PREAMBLE
             self._content_seen = True
         return EventKind.CONTENT

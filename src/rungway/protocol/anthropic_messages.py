@@ -78,10 +78,6 @@ def stream_error_event(message: str, kind: FailureClass | None = None) -> bytes:
     return b"event: error\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
-PREAMBLE_EVENTS = frozenset({"message_start", "ping"})
-"""Events that carry no content: a gateway may hold them back until content starts."""
-
-
 def model_list(models: Iterable[tuple[str, str]]) -> bytes:
     """`GET /v1/models` in Anthropic's shape; `models` holds (id, display name) pairs."""
     data = [

@@ -49,33 +49,6 @@ def stream_error_event(message: str, kind: FailureClass | None = None) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\ndata: [DONE]\n\n"
 
 
-def is_content_chunk(data: bytes) -> bool:
-    """True when a stream chunk carries anything beyond the opening role-only delta.
-
-    Chunks before the first content chunk are the preamble a gateway may hold back while
-    it can still fall through to another connection.
-    """
-    if data == b"[DONE]":
-        return True
-    try:
-        chunk = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return True
-    if not isinstance(chunk, dict):
-        return True
-    if "error" in chunk:
-        return False
-    for choice in chunk.get("choices") or ():
-        if choice.get("finish_reason") is not None:
-            return True
-        delta = choice.get("delta") or {}
-        if delta.get("content") or delta.get("tool_calls") or delta.get("refusal"):
-            return True
-        if delta.get("reasoning_content") or delta.get("function_call"):
-            return True
-    return bool(chunk.get("usage"))
-
-
 def model_list(models: Iterable[tuple[str, str]]) -> bytes:
     """`GET /v1/models` in OpenAI's shape; `models` holds (id, owner) pairs."""
     data = [

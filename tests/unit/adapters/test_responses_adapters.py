@@ -376,16 +376,21 @@ def test_codex_usage_endpoint_is_wham_usage_beside_the_backend() -> None:
 # --- Streams ----------------------------------------------------------------------------
 
 
-def test_watcher_holds_the_handshake_and_reads_usage_at_the_end() -> None:
+def test_watcher_holds_everything_before_the_first_text_and_reads_usage_at_the_end() -> None:
     watcher, kinds = watch(RECORDED)
-    assert kinds[:5] == [
+    # The reasoning item is encrypted, and the message opens empty: the user sees nothing
+    # before the first text delta, so the stream can still fall through until then.
+    assert kinds[:8] == [
         ("response.created", EventKind.PREAMBLE),
         ("response.in_progress", EventKind.PREAMBLE),
         ("codex.rate_limits", EventKind.PREAMBLE),
         ("response.output_item.added", EventKind.PREAMBLE),
-        ("response.output_item.done", EventKind.CONTENT),
+        ("response.output_item.done", EventKind.PREAMBLE),
+        ("response.output_item.added", EventKind.PREAMBLE),
+        ("response.content_part.added", EventKind.PREAMBLE),
+        ("response.output_text.delta", EventKind.CONTENT),
     ]
-    assert {kind for _, kind in kinds[5:]} == {EventKind.CONTENT}
+    assert {kind for _, kind in kinds[8:]} == {EventKind.CONTENT}
     assert watcher.finished
     assert watcher.failure is None
     usage = watcher.usage
