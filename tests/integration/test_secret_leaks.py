@@ -15,7 +15,7 @@ from cryptography.fernet import Fernet
 
 from rungway.clock import FakeClock
 from rungway.credentials.store import KEY_ENV, CredentialStore, StoredCredential
-from rungway.sim import HttpErrorFault, Scenario, SimUpstream
+from rungway.sim import HttpErrorFault, Scenario, SimUpstream, StreamErrorFault
 from rungway.sim.token_spec import TokenFault
 
 from .conftest import (
@@ -226,3 +226,173 @@ def test_no_secret_appears_in_logs_ledger_metrics_admin_or_dashboard(  # noqa: P
         if value and value in text
     ]
     assert leaks == []
+
+
+# Keys of no provider's shape: only their configured values can find them in upstream text.
+ECHO_OPENAI_KEY = "rw-echo-openai-credential-7f3a"
+ECHO_ANTHROPIC_KEY = "rw-echo-anthropic-credential-2c9e"
+
+
+@pytest.fixture
+def echoing() -> Iterator[tuple[SimUpstream, SimUpstream]]:
+    """An OpenAI-shaped and an Anthropic-shaped upstream with keys of no known shape."""
+
+    def scenario(name: str, api: str, auth: dict[str, str], model: str) -> Scenario:
+        return Scenario.model_validate(
+            {
+                "name": name,
+                "api": api,
+                "quota_headers": "openai" if api == "openai" else "anthropic-apikey",
+                "auth": auth,
+                "models": [{"id": model, "context_window": 200000, "max_output_tokens": 8192}],
+                "response": {"output_tokens": 24, "chunk_tokens": 4},
+            }
+        )
+
+    openai = SimUpstream(
+        scenario("echo-openai", "openai", {"kind": "bearer", "token": ECHO_OPENAI_KEY}, DEEPSEEK)
+    )
+    anthropic = SimUpstream(
+        scenario(
+            "echo-anthropic",
+            "anthropic",
+            {"kind": "x-api-key", "token": ECHO_ANTHROPIC_KEY},
+            CLAUDE,
+        )
+    )
+    with openai, anthropic:
+        yield openai, anthropic
+
+
+def _echo_traffic(
+    url: str, echo_openai: SimUpstream, echo_anthropic: SimUpstream, sims: Upstreams
+) -> tuple[list[str], list[str]]:
+    """Requests whose upstreams quote their keys in every kind of error: the bodies clients
+    saw, and what `/admin/connections` said while the failed connections rested."""
+    seen: list[str] = []
+    resting: list[str] = []
+    chat = {"model": DEEPSEEK, "messages": [{"role": "user", "content": "hi"}]}
+    claude = {"model": CLAUDE, "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]}
+    messages = {"anthropic-version": "2023-06-01"}
+    admin = {"authorization": f"Bearer {ADMIN_KEY}"}
+    echo = {"echo_credential": True}
+    with httpx.Client(base_url=url, timeout=10) as client:
+
+        def rested(*connections: str) -> None:
+            resting.append(client.get("/admin/connections", headers=admin).text)
+            for connection in connections:
+                path = f"/admin/connections/{connection}/clear-cooldown"
+                assert client.post(path, headers=admin).status_code == 200
+
+        # A 401 quoting the key: the request falls through to the next connection.
+        echo_openai.push_fault(HttpErrorFault(status=401, **echo))
+        answer = client.post("/v1/chat/completions", json=chat)
+        assert answer.status_code == 200
+        seen.append(answer.text)
+        rested("echo-openai")
+        # A 400 goes back to the client as the upstream wrote it, and as JSON.
+        echo_openai.push_fault(HttpErrorFault(status=400, message="Invalid request", **echo))
+        answer = client.post("/v1/chat/completions", json=chat)
+        assert answer.status_code == 400
+        assert "Invalid request" in answer.json()["error"]["message"]
+        seen.append(answer.text)
+        # The same 400 through translation, in the client's own API shape.
+        echo_openai.push_fault(HttpErrorFault(status=400, message="Invalid request", **echo))
+        answer = client.post("/v1/messages", headers=messages, json={**claude, "model": DEEPSEEK})
+        assert answer.status_code == 400
+        assert answer.json()["type"] == "error"
+        seen.append(answer.text)
+        # Every connection fails, each quoting its key: the answer names each failure.
+        echo_openai.push_fault(HttpErrorFault(status=500, **echo))
+        sims.cheap.push_fault(HttpErrorFault(status=500, **echo))
+        answer = client.post("/v1/chat/completions", json=chat)
+        assert answer.status_code == 502
+        seen.append(answer.text)
+        rested("echo-openai", "cheap")
+        # An error event before any content (falls through), then one after content.
+        echo_openai.push_fault(StreamErrorFault(after_events=0, **echo))
+        seen.append(client.post("/v1/chat/completions", json={**chat, "stream": True}).text)
+        rested("echo-openai")
+        echo_openai.push_fault(StreamErrorFault(after_events=3, **echo))
+        seen.append(client.post("/v1/chat/completions", json={**chat, "stream": True}).text)
+        rested("echo-openai")
+        # An Anthropic upstream's 401 quoting the x-api-key it was sent.
+        echo_anthropic.push_fault(HttpErrorFault(status=401, **echo))
+        answer = client.post("/v1/messages", headers=messages, json=claude)
+        assert answer.status_code == 200
+        seen.append(answer.text)
+        rested("echo-anthropic")
+    return seen, resting
+
+
+def test_keys_upstreams_echo_in_errors_reach_no_client_ledger_admin_metrics_or_log(  # noqa: PLR0917
+    start_gateway: StartGateway,
+    sims: Upstreams,
+    echoing: tuple[SimUpstream, SimUpstream],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("RW_LEAK_ADMIN", ADMIN_KEY)
+    caplog.set_level(logging.DEBUG)
+    echo_openai, echo_anthropic = echoing
+    for name, value in (("echo-openai", ECHO_OPENAI_KEY), ("echo-anthropic", ECHO_ANTHROPIC_KEY)):
+        (tmp_path / f"{name}.secret").write_text(value)
+
+    def connection(cid: str, provider: str, url: str, model: str) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "provider": provider,
+            "auth": "apikey",
+            "credential": {"file": str(tmp_path / f"{cid}.secret")},
+            "base_url": url,
+            "models": [model],
+        }
+
+    gateway = start_gateway(
+        admin={"key": {"env": "RW_LEAK_ADMIN"}},
+        ladder={"rung_budget_usd": {"cheap": 5, "premium": 5}},
+        connections=[
+            connection("echo-openai", "openai-compatible", echo_openai.url + "/v1", DEEPSEEK),
+            connection("cheap", "deepseek", sims.cheap.url + "/v1", DEEPSEEK),
+            connection("echo-anthropic", "anthropic", echo_anthropic.url, CLAUDE),
+            connection("api", "anthropic", sims.api.url, CLAUDE),
+        ],
+    )
+    client_bodies, resting = _echo_traffic(gateway.url, echo_openai, echo_anthropic, sims)
+    views = _operator_views(gateway.url)
+    rows = gateway.rows()
+
+    for sim in (echo_openai, echo_anthropic, sims.cheap):
+        assert sim.state().faults == []
+    secrets = {
+        "echoing OpenAI key": ECHO_OPENAI_KEY,
+        "echoing Anthropic key": ECHO_ANTHROPIC_KEY,
+        "cheap key": CHEAP_KEY,
+        "api key": API_KEY,
+        "admin key": ADMIN_KEY,
+    }
+    places = {
+        "client responses": "\n".join(client_bodies),
+        "ledger rows": repr(rows),
+        **{
+            f"ledger file {path.name}": path.read_bytes().decode("latin-1")
+            for path in tmp_path.iterdir()
+            if path.is_file() and path.name.startswith("ledger")
+        },
+        "cooldown reasons": "\n".join(resting),
+        "admin, metrics and dashboard": "\n".join(views),
+        "log records": caplog.text,
+        "stderr and stdout": "".join(capfd.readouterr()),
+    }
+    leaks = [
+        f"{what} in {where}"
+        for where, text in places.items()
+        for what, value in secrets.items()
+        if value in text
+    ]
+    assert leaks == []
+    # The echoes did happen: each place that shows upstream text shows them masked.
+    for where in ("client responses", "ledger rows", "cooldown reasons"):
+        assert "Incorrect API key provided: [redacted]" in places[where], where

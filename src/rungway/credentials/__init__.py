@@ -2,5 +2,6 @@
 
 `store` keeps logins encrypted; `logins` reads the files other tools leave; `grants`
 speaks each token endpoint; `manager` renews a login's token; `sources` hands managers to
-the connections that use them; `redaction` keeps secrets out of log lines.
+the connections that use them; `redaction` keeps secrets out of log lines and out of what
+upstreams say in their errors.
 """

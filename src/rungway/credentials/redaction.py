@@ -1,9 +1,11 @@
-"""Masking secrets in log records before any handler sees them.
+"""Masking secrets in log records and in what upstreams say.
 
 The gateway's own log lines carry no secrets, but an exception or a library's message can
 quote a header or a URL. Every record is therefore rewritten as it is created: each
 known secret value, any `Bearer`/`token` credential and anything shaped like a provider
-key becomes `[redacted]`.
+key becomes `[redacted]`. An upstream's error can quote the credential it was sent, so
+the engine masks a failure's message and body the same way before anything keeps or
+shows them (`redact`, `redact_bytes`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ MASK = "[redacted]"
 MIN_SECRET_LENGTH = 8
 """Shorter values are not masked by value: they would mask ordinary words."""
 
+# A credential's shape never takes a backslash or a quote, so masking inside JSON text
+# leaves every string and escape whole.
 _SHAPES = re.compile(
-    r"(?i)(?<=\bbearer )[^\s,;\"']+"
-    r"|(?<=\btoken )[^\s,;\"']{8,}"
+    r"(?i)(?<=\bbearer )[^\s,;\"'\\]+"
+    r"|(?<=\btoken )[^\s,;\"'\\]{8,}"
     r"|\bsk-[A-Za-z0-9_-]{12,}"
     r"|\bgh[opusr]_[A-Za-z0-9]{12,}"
     r"|\bgithub_pat_[A-Za-z0-9_]{12,}"
@@ -49,6 +53,14 @@ def redact(text: str) -> str:
     if pattern is not None:
         text = pattern.sub(MASK, text)
     return _SHAPES.sub(MASK, text)
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """`data` with every known secret and credential-shaped string masked: `data` itself
+    when there is nothing to mask. Bytes that are not UTF-8 pass through unchanged."""
+    text = data.decode("utf-8", "surrogateescape")
+    masked = redact(text)
+    return data if masked == text else masked.encode("utf-8", "surrogateescape")
 
 
 def add_secrets(values: Iterable[str]) -> None:

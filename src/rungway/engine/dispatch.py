@@ -27,8 +27,10 @@ from rungway.adapters.base import (
 )
 from rungway.budget import Reservation, Shortfall
 from rungway.clock import Clock
+from rungway.credentials.redaction import redact_bytes
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.giving_up import every_attempt_failed
+from rungway.engine.masking import masked
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.relay import StreamRelay
@@ -91,6 +93,7 @@ class Engine:
                 continue
             if not isinstance(result, Failure):
                 return result
+            result = masked(result)
             self._spending.release(trail.reservation)
             trail.reservation = None
             if not result.returns_to_client:
@@ -141,6 +144,8 @@ class Engine:
             except (UpstreamTimeout, UpstreamUnreachable):
                 continue
             if response.status < 300 or response.status in (400, 413):
+                if response.status >= 300:
+                    body = redact_bytes(body)  # an upstream's error may quote its credential
                 return Reply(response.status, _json_headers(call, route), body)
         return None
 
@@ -301,6 +306,7 @@ class Engine:
             trail.usage = relay.watcher.usage
             trail.ttfb = relay.committed_at
             if failure is not None:
+                failure = masked(failure)
                 if outcome != "gateway_error":
                     # A fault of the gateway's own says nothing about the connection's health.
                     self._quota.failed(connection.id, failure, self._clock.now())

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 
 from rungway.adapters.base import EventKind, StreamWatcher
+from rungway.credentials.redaction import redact_bytes
 from rungway.engine.upstream import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol.errors import StreamErrorEvent
 from rungway.protocol.failures import Failure, FailureClass
@@ -141,8 +142,11 @@ class StreamRelay:
     def _client_bytes(self, event: SseEvent, kind: EventKind) -> bytes:
         if self._translate is not None:
             # A translator reads every event, the usage chunk the client never sees included.
-            return self._translate(event)
-        return b"" if kind is EventKind.DROP else event.raw
+            data = self._translate(event)
+        else:
+            data = b"" if kind is EventKind.DROP else event.raw
+        # An upstream's error event can quote the credential it was sent.
+        return redact_bytes(data) if kind is EventKind.ERROR else data
 
 
 class _Ending:

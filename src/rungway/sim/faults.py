@@ -40,6 +40,9 @@ class HttpErrorFault(_FaultBase):
     code: str | None = None
     retry_after_s: float | None = Field(default=None, ge=0)
     quota_headers: bool = False
+    echo_credential: bool = False
+    """Quote the credential the request presented, whole, at the end of the message: a
+    misbehaving upstream's 401 (OpenAI's own echoes the key with its middle starred)."""
 
 
 class QuotaExhaustedFault(_FaultBase):
@@ -73,6 +76,8 @@ class StreamErrorFault(_FaultBase):
     after_events: int = Field(default=0, ge=0)
     error_type: str | None = None
     message: str | None = None
+    echo_credential: bool = False
+    """Quote the credential the request presented, whole, at the end of the message."""
 
     def matches(self, model: str, stream: bool) -> bool:
         """Only streaming requests can carry an in-stream error."""

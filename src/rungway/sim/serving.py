@@ -208,6 +208,8 @@ class GenerationService:
             return
         request = parsed
         fault = self._faults.take(request.model, request.stream)
+        if isinstance(fault, HttpErrorFault | StreamErrorFault) and fault.echo_credential:
+            fault = fault.model_copy(update={"message": _echoed(fault.message, recorded)})
         if fault is not None and await self._answered_by(fault, request, scope, receive, send):
             return
 
@@ -335,3 +337,10 @@ class GenerationService:
         self._tally.record(request.model, completion.input_tokens, completion.output_tokens)
         if self._billing is not None:
             self._billing.settle(request, completion)
+
+
+def _echoed(message: str | None, recorded: RecordedRequest) -> str:
+    """An error message that quotes, whole, the credential the request presented."""
+    scheme, _, token = (recorded.header("authorization") or "").strip().partition(" ")
+    sent = token.strip() if token.strip() else recorded.header("x-api-key") or scheme
+    return f"{message or 'Incorrect API key provided'}: {sent or '(none)'}"

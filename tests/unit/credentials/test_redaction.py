@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import logging
 
+import orjson
 import pytest
 
-from rungway.credentials.redaction import MASK, add_secrets, install_redaction, redact
+from rungway.credentials.redaction import (
+    MASK,
+    add_secrets,
+    install_redaction,
+    redact,
+    redact_bytes,
+)
 
 log = logging.getLogger("rungway.test.redaction")
 
@@ -47,3 +54,25 @@ def test_log_records_are_masked_before_any_handler_sees_them(
     assert "from-an-exception-123" not in text
     assert MASK in text
     assert "upstream failed" in text
+
+
+def test_an_upstream_body_is_masked_and_stays_json() -> None:
+    add_secrets(["rw-body-known-secret"])
+    message = (
+        'Incorrect key rw-body-known-secret; sent "Authorization: Bearer abc\\"def" and '
+        "sk-proj-abcdefghijklmnop\nnext line, caf\u00e9"
+    )
+    body = orjson.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+    masked = redact_bytes(body)
+    parsed = orjson.loads(masked)
+    assert parsed["error"]["type"] == "invalid_request_error"
+    text = parsed["error"]["message"]
+    for secret in ("rw-body-known-secret", "abc", "sk-proj-abcdefghijklmnop"):
+        assert secret not in text
+    assert text.endswith("next line, caf\u00e9")
+
+
+def test_a_body_with_nothing_to_mask_is_returned_as_it_is() -> None:
+    body = b'{"error":{"message":"Overloaded"}}\xff\xfe'
+    assert redact_bytes(body) is body
+    assert redact_bytes(b"\xffBearer abcdefgh \xfe") == b"\xffBearer " + MASK.encode() + b" \xfe"
