@@ -86,7 +86,15 @@ def test_a_key_over_its_budget_is_refused_paid_rungs_but_keeps_the_plan(
     assert 0 < spent <= ALICE_BUDGET
     served = sum(1 for status in statuses if status == 200)
     assert len(sims.cheap.requests) == served, "a refused request reached the upstream"
-    assert len(rows) == served, "a refused request left a ledger row"
+    # The refusal is recorded, at no cost, so that `explain` and the dashboard find it.
+    assert len(rows) == served + 1
+    assert rows[0]["request_id"] == response.headers["x-rungway-request-id"]
+    assert (rows[0]["outcome"], rows[0]["status"], rows[0]["cost_usd"]) == (
+        "budget_exhausted",
+        429,
+        0.0,
+    )
+    assert rows[0]["connection_id"] is None
 
     # The same refusal in the Anthropic shape, on the paid API connection...
     refused = _messages(http, gateway.url, KEYS["alice"], f"api/{CLAUDE}")
@@ -128,4 +136,8 @@ def test_a_key_over_its_rate_waits_for_a_minute_to_pass(
     assert _chat(http, gateway.url, KEYS["carol"]).status_code == 200
     clock.advance(30)
     assert _chat(http, gateway.url, KEYS["bob"]).status_code == 200
-    assert [row["client_key"] for row in gateway.rows()].count("bob") == 4
+    # Four served and two refused over the rate (recorded, at no cost); the malformed one
+    # left no row.
+    bobs = [row for row in gateway.rows() if row["client_key"] == "bob"]
+    assert sorted(row["outcome"] for row in bobs) == ["ok"] * 4 + ["rate_limit_exceeded"] * 2
+    assert all(row["cost_usd"] == 0 for row in bobs if row["outcome"] != "ok")

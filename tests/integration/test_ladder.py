@@ -129,7 +129,18 @@ def test_subscription_without_a_verified_reading_fails_closed(
     assert "quota_missing" in raised.value.message
     assert "not_subscription" in raised.value.message
     assert all(sim.requests == [] for sim in sims.all())
-    assert gateway.rows() == []
+    # Recorded with its plan and nothing else: no connection, no cost.
+    [row] = gateway.rows()
+    assert (row["outcome"], row["status"], row["connection_id"], row["cost_usd"]) == (
+        "subscription_unavailable",
+        503,
+        None,
+        0.0,
+    )
+    assert {skip["reason"] for skip in row["plan"]["skipped"]} >= {
+        "quota_missing",
+        "not_subscription",
+    }
 
 
 def test_subscription_serves_a_verified_plan(start_gateway: StartGateway, sims: Upstreams) -> None:

@@ -32,7 +32,7 @@ from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.giving_up import every_attempt_failed
 from rungway.engine.masking import masked
 from rungway.engine.planning import Plan, Route
-from rungway.engine.record import Attempt, Recorder, RequestRecord
+from rungway.engine.record import Attempt, Recorder, RequestRecord, refusal_record
 from rungway.engine.relay import StreamRelay
 from rungway.engine.second_try import Attempted, second_try
 from rungway.engine.spending import NO_COST, Spending, over_budget
@@ -366,12 +366,21 @@ class Engine:
             self._quota.observe(route.connection.id, windows, received)
         return windows
 
+    def refused(self, call: Call, refusal: Refusal, plan: Plan | None = None) -> Refusal:
+        """Record `refusal` of a well-formed request, with the plan behind it; return it."""
+        resolved = plan.resolution.resolved if plan is not None else call.body["model"]
+        json = plan.route_plan_json if plan is not None else None
+        self._recorder.record(refusal_record(call, refusal, resolved_model=resolved, plan=json))
+        return refusal
+
     def _give_up(self, trail: _Trail) -> Refusal:
         if not trail.attempts:
-            return over_budget(trail.shortfalls, self._clock.now())
+            # Nothing was tried: the plan itself refused, or every paid route was over budget.
+            refusal = trail.plan.refusal or over_budget(trail.shortfalls, self._clock.now())
+            return self.refused(trail.call, refusal, trail.plan)
         refusal = every_attempt_failed(trail.attempts, trail.plan, trail.retry_after_s)
-        if trail.reached:
-            self._record(trail, None, trail.attempts[-1].outcome, refusal.status)
+        # Recorded even when no upstream was reached, so that `explain` finds it.
+        self._record(trail, None, trail.attempts[-1].outcome, refusal.status)
         return refusal
 
     def _record(

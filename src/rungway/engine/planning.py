@@ -47,11 +47,22 @@ class Plan:
     route_plan: RoutePlan
     route_plan_json: bytes
     """The route plan as the ledger stores it, encoded once."""
+    refusal: Refusal | None = None
+    """Why a well-formed request goes nowhere (the ladder left nothing, every connection
+    rests): no route is tried, and the refusal is recorded with this plan."""
 
     @classmethod
-    def of(cls, resolution: Resolution, routes: list[Route], route_plan: RoutePlan) -> Plan:
+    def of(
+        cls,
+        resolution: Resolution,
+        routes: list[Route],
+        route_plan: RoutePlan,
+        *,
+        refusal: Refusal | None = None,
+    ) -> Plan:
         """A plan with its encoded route plan."""
-        return cls(resolution, routes, route_plan, orjson.dumps(route_plan.to_json()))
+        encoded = orjson.dumps(route_plan.to_json())
+        return cls(resolution, routes, route_plan, encoded, refusal)
 
 
 _NAMED_PLANS_KEPT = 4096
@@ -100,7 +111,11 @@ class Planner:
         ]
 
     async def plan(self, call: Call) -> Plan | Refusal:
-        """Where the request may go, or why it cannot go anywhere."""
+        """Where the request may go, or why it cannot go anywhere.
+
+        A request that names no model this gateway knows is refused here; one the ladder
+        or the connections' state turn away gets a plan with no routes and its `refusal`,
+        so that the engine records it."""
         model: str = call.body["model"]
         known = self._named.get(model)
         if known is not None:
@@ -126,7 +141,7 @@ class Planner:
         self._named[model] = named
         return self._without_disabled(named)
 
-    def _without_disabled(self, named: Plan) -> Plan | Refusal:
+    def _without_disabled(self, named: Plan) -> Plan:
         """A named plan less the connections disabled or resting (most often: unchanged).
 
         A connection cooling down or behind an open breaker is not asked while another can
@@ -144,14 +159,16 @@ class Planner:
                     f"every connection serving {requested} is disabled ({ids}); "
                     "enable one with `rungway connections enable ID`"
                 )
-                return Refusal(503, message, "no_route")
-            wait = max(1.0, gated.earliest_reset - now)
-            reasons = "; ".join(_describe(skip) for skip in skipped[:12])
-            message = (
-                f"every connection serving {requested} is resting: {reasons}; "
-                f"retry after {wait:.0f}s"
-            )
-            return Refusal(429, message, "connections_resting", retry_after_s=wait)
+                refusal = Refusal(503, message, "no_route")
+            else:
+                wait = max(1.0, gated.earliest_reset - now)
+                reasons = "; ".join(_describe(skip) for skip in skipped[:12])
+                message = (
+                    f"every connection serving {requested} is resting: {reasons}; "
+                    f"retry after {wait:.0f}s"
+                )
+                refusal = Refusal(429, message, "connections_resting", retry_after_s=wait)
+            return Plan.of(named.resolution, [], gated, refusal=refusal)
         kept = {candidate.connection_ids[0] for candidate in gated.candidates}
         routes = [route for route in named.routes if route.connection.id in kept]
         return Plan.of(named.resolution, routes, gated)
@@ -173,7 +190,8 @@ class Planner:
         ]
         if routes:
             return Plan.of(resolution, routes, route_plan)
-        return _empty_pool(route_plan, spec.ladder, spec.id, now)
+        refusal = _empty_pool(route_plan, spec.ladder, spec.id, now)
+        return Plan.of(resolution, [], route_plan, refusal=refusal)
 
     def _route(self, target: Target, rung: Rung | None) -> Route:
         connection = self._connections[target.connection_id]

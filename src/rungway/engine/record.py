@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from rungway.adapters.base import Usage
 from rungway.budget.local import Reservation
+from rungway.engine.call import Call, Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +24,8 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
-    """One ledger row: a request that reached at least one upstream."""
+    """One ledger row: a request that was tried upstream, or a well-formed one the gateway
+    refused without trying (no connection, no cost, the refusal's code as its outcome)."""
 
     request_id: str
     started_at: float
@@ -60,3 +63,27 @@ class Recorder(Protocol):
     def record(self, row: RequestRecord, settles: Reservation | None = None) -> None:
         """Accept `row`, which replaces `settles`, without waiting for the disk."""
         ...
+
+
+def refusal_record(
+    call: Call, refusal: Refusal, *, resolved_model: str, plan: bytes | None
+) -> RequestRecord:
+    """The row of a well-formed request refused before any attempt (a ladder with nothing
+    left, a spent budget, a client over its rate), with the route plan behind it if any."""
+    return RequestRecord(
+        request_id=call.request_id,
+        started_at=call.started_at,
+        client_key=call.client_key,
+        api=call.api.value,
+        requested_model=call.body["model"],
+        resolved_model=resolved_model,
+        provider=None,
+        connection_id=None,
+        upstream_model=None,
+        outcome=refusal.code or "refused",
+        status=refusal.status,
+        stream=call.stream,
+        latency_ms=round((time.perf_counter() - call.started) * 1000, 3),
+        ttfb_ms=None,
+        plan=plan,
+    )

@@ -129,11 +129,16 @@ def over_budget(shortfalls: list[Shortfall], now: float) -> Refusal:
         return Refusal(429, message, code="budget_exhausted", retry_after_s=key.resets_at - now)
     rungs = sorted({each.name for each in shortfalls})
     period = shortfalls[0].period if shortfalls else "period"
+    # The first budget to reset is the first that can take the request again.
+    resets_at = min((each.resets_at for each in shortfalls), default=None)
     message = (
         f"the budget of the {' and '.join(rungs)} rung for this {period} cannot take this "
-        "request's maximum cost; raise ladder.rung_budget_usd or lower max_tokens"
+        "request's maximum cost"
+        + (f" (it resets at {_utc(resets_at)})" if resets_at is not None else "")
+        + "; raise ladder.rung_budget_usd or lower max_tokens"
     )
-    return Refusal(429, message, code="budget_exhausted")
+    wait = None if resets_at is None else max(1.0, resets_at - now)
+    return Refusal(429, message, code="budget_exhausted", retry_after_s=wait)
 
 
 def _utc(epoch: float) -> str:

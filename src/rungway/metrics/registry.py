@@ -19,7 +19,8 @@ OVERHEAD_BUCKETS = (
 """Seconds: what the gateway adds is measured in tenths of milliseconds."""
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
 NONE = "none"
-"""The label value of a rung or connection a request never reached (it gave up)."""
+"""The label value of a rung or connection a request never reached (it gave up, or was
+refused before any attempt)."""
 
 
 class GatewayMetrics:
@@ -30,7 +31,9 @@ class GatewayMetrics:
         into = self.registry
         self.requests = Counter(
             "rungway_requests",
-            "Requests that reached an upstream, by rung, connection, ingress API and outcome.",
+            "Requests by rung, connection, ingress API and outcome; a request refused without "
+            "an attempt (budget_exhausted, subscription_unavailable, rate_limit_exceeded, ...) "
+            "has rung and connection none and the refusal as its outcome.",
             ["rung", "connection", "api", "outcome"],
             registry=into,
         )

@@ -124,6 +124,21 @@ class GatewayApp:
         call = await self._accept(api, scope, receive, send, started)
         if call is None:
             return
+        # Only well-formed model requests count against a key's rate; token counts do not.
+        wait = self._rate.admit(call.client_key)
+        if wait is not None:
+            message = (
+                f"client key {call.client_key!r} is over its limit of "
+                f"{self._rate.limit(call.client_key or '')} requests per minute; "
+                f"retry in {max(1, round(wait))} s"
+            )
+            refusal = Refusal(429, message, "rate_limit_exceeded", retry_after_s=wait)
+            # A refusal of a well-formed request is recorded, so `explain` finds it.
+            self._engine.refused(call, refusal)
+            await self._refuse(
+                send, api, call.request_id, refusal, started=started, model=call.body.get("model")
+            )
+            return
         plan = await self._planner.plan(call)
         if isinstance(plan, Refusal):
             await self._refuse(
@@ -213,19 +228,6 @@ class GatewayApp:
         )
         if problem is not None:
             refusal = Refusal(400, problem, "invalid_request")
-            await self._refuse(
-                send, api, request_id, refusal, started=started, model=body.get("model")
-            )
-            return None
-        # Only well-formed model requests count against a key's rate; token counts do not.
-        wait = None if count else self._rate.admit(client_key)
-        if wait is not None:
-            message = (
-                f"client key {client_key!r} is over its limit of "
-                f"{self._rate.limit(client_key or '')} requests per minute; "
-                f"retry in {max(1, round(wait))} s"
-            )
-            refusal = Refusal(429, message, "rate_limit_exceeded", retry_after_s=wait)
             await self._refuse(
                 send, api, request_id, refusal, started=started, model=body.get("model")
             )
