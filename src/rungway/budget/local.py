@@ -7,8 +7,9 @@ and an add on one event loop, so two requests can never both take the last of a 
 
 Settled spend is seeded from the ledger at the start of each period, so a restart loses
 nothing that was settled. Each reservation is also written to a `ReservationLog` before the
-attempt is sent, with the request it is for; after a crash the log's open reservations
-are held again until they expire, because their upstreams may have billed them.
+attempt is sent, with the request it is for; after a crash the ledger turns the log's open
+reservations into rows of their own, counted at their ceiling, because their upstreams may
+have billed them.
 """
 
 from __future__ import annotations

@@ -49,6 +49,15 @@ def spend(
             "not in list price or savings",
             highlight=False,
         )
+    unrecorded = payload["total"]["unrecorded_requests"]
+    if unrecorded:
+        out.print(
+            f"{unrecorded} requests were in flight when the gateway stopped abruptly: perhaps "
+            f"billed, never recorded; they count at their ceiling, "
+            f"{money(payload['total']['unrecorded_usd'])}, in cost and against the budgets "
+            "until reconciled with the provider's bill",
+            highlight=False,
+        )
     budgets = payload["budgets"]
     if budgets["rungs"]:
         out.print(_rung_budget_table(budgets))

@@ -9,8 +9,11 @@ SQLite file beside the ledger (`<ledger>.journal`) keeps, committed at once:
 - every settled row with a reservation or a cost, written before the client sees the end
   of its response, and deleted again once the ledger's batch holding it is committed.
 
-At start-up the settled rows a crash left behind are copied into the ledger, and the open
-reservations are handed to the budget, which holds them until they expire.
+At start-up the settled rows a crash left behind are copied into the ledger, and each open
+reservation becomes a ledger row of its own with outcome `unrecorded`: its request was in
+flight, so its upstream may have billed it, and nobody knows for how much. The row costs
+the reservation's whole amount, its ceiling, so the budget keeps counting it and
+`rungway spend` shows it until an operator reconciles it with the provider's bill.
 
 Only the event loop's thread writes this file (the ledger writer hands over the ids it has
 committed, and the next settle deletes them), so no write ever waits for a lock. Commits
@@ -35,8 +38,41 @@ CREATE TABLE IF NOT EXISTS reservations (
     rung TEXT NOT NULL,
     client_key TEXT,
     amount REAL NOT NULL,
-    expires_at REAL NOT NULL
+    expires_at REAL NOT NULL,
+    request_id TEXT,
+    started_at REAL,
+    api TEXT,
+    model TEXT,
+    connection_id TEXT,
+    provider TEXT,
+    upstream_model TEXT
 );
+"""
+_HELD_FOR_COLUMNS = (
+    "request_id",
+    "started_at",
+    "api",
+    "model",
+    "connection_id",
+    "provider",
+    "upstream_model",
+)
+UNRECORDED = "unrecorded"
+"""The outcome of a request a crash cut off in flight: billed, perhaps, but never recorded."""
+# Each open reservation as a ledger row costing its whole amount. A journal from before
+# reservations named their request gives the row a name of its own.
+_UNRECORDED_ROWS = f"""
+INSERT OR IGNORE INTO main.requests (
+    request_id, started_at, client_key, api, requested_model, resolved_model, provider,
+    connection_id, upstream_model, outcome, status, stream, latency_ms, input_tokens,
+    output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, attempts, rung,
+    cost_usd
+)
+SELECT COALESCE(request_id, 'unrecorded-' || id), COALESCE(started_at, expires_at),
+    client_key, COALESCE(api, 'unknown'), COALESCE(model, 'unknown'), COALESCE(model, 'unknown'),
+    provider, connection_id, upstream_model, '{UNRECORDED}', 0, 0, 0, 0, 0, 0, 0, 0, '[]', rung,
+    amount
+FROM journal.reservations
 """
 _RUNGS = {rung.label: rung for rung in Rung}
 
@@ -63,14 +99,28 @@ class MoneyJournal:
 
     def opened(self, reservation: Reservation) -> None:
         """Write down a reservation before its attempt is sent."""
+        held_for = reservation.held_for
         self._db.execute(
-            "INSERT OR REPLACE INTO reservations VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO reservations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 reservation.id,
                 reservation.rung.label,
                 reservation.client_key,
                 reservation.amount,
                 reservation.expires_at,
+                *(
+                    (None,) * len(_HELD_FOR_COLUMNS)
+                    if held_for is None
+                    else (
+                        held_for.request_id,
+                        held_for.started_at,
+                        held_for.api,
+                        held_for.model,
+                        held_for.connection_id,
+                        held_for.provider,
+                        held_for.upstream_model,
+                    )
+                ),
             ),
         )
 
@@ -99,7 +149,8 @@ class MoneyJournal:
         self._committed.extend(request_ids)
 
     def open_reservations(self) -> list[Reservation]:
-        """The reservations written down and not yet struck out (the last run's, at start)."""
+        """The reservations written down and not yet struck out (none at start: the last
+        run's became `unrecorded` ledger rows)."""
         rows = self._db.execute(
             "SELECT id, rung, client_key, amount, expires_at FROM reservations"
         ).fetchall()
@@ -127,6 +178,15 @@ class MoneyJournal:
         try:
             ledger.execute("PRAGMA journal.journal_mode=WAL")
             ledger.executescript(_SCHEMA.replace("EXISTS ", "EXISTS journal."))
+            held = {row[1] for row in ledger.execute("PRAGMA journal.table_info(reservations)")}
+            for column in _HELD_FOR_COLUMNS:
+                if column not in held:  # a journal written before reservations named requests
+                    kind = "REAL" if column == "started_at" else "TEXT"
+                    ledger.execute(f"ALTER TABLE journal.reservations ADD COLUMN {column} {kind}")
+            with ledger:
+                ledger.execute("BEGIN")
+                ledger.execute(_UNRECORDED_ROWS)
+                ledger.execute("DELETE FROM journal.reservations")
             left = {row[1] for row in ledger.execute("PRAGMA journal.table_info(settled)")}
             if left:
                 now = [row[1] for row in ledger.execute("PRAGMA main.table_info(requests)")]

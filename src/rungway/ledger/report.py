@@ -2,7 +2,9 @@
 
 Savings are what the plans and free rungs saved: list price minus incremental cost, over
 the rows whose list price is known. A row without a list price still counts its requests,
-tokens and incremental cost, and is counted in `unpriced_requests`.
+tokens and incremental cost, and is counted in `unpriced_requests`. A request a crash cut
+off in flight (outcome `unrecorded`) costs its ceiling and is counted in
+`unrecorded_requests` and `unrecorded_usd`, not as unpriced.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from rungway.engine.record import RequestRecord
+from rungway.ledger.journal import UNRECORDED
 from rungway.routing.rungs import Rung
 
 Dimension = Literal["rung", "connection", "key", "model"]
@@ -50,6 +53,10 @@ class SpendRow:
     """List price minus incremental cost, over the rows whose list price is known."""
     unpriced_requests: int = 0
     """Requests whose model has no list price: left out of list cost and savings."""
+    unrecorded_requests: int = 0
+    """Requests in flight at a crash: perhaps billed, never recorded, counted at ceiling."""
+    unrecorded_usd: float = 0.0
+    """What those requests count for in `cost_usd`: their ceilings."""
 
     def plus(self, other: SpendRow, group: str) -> SpendRow:
         """This row and `other` added together, under `group`."""
@@ -63,6 +70,8 @@ class SpendRow:
             self.list_cost_usd + other.list_cost_usd,
             self.savings_usd + other.savings_usd,
             self.unpriced_requests + other.unpriced_requests,
+            self.unrecorded_requests + other.unrecorded_requests,
+            self.unrecorded_usd + other.unrecorded_usd,
         )
 
 
@@ -97,7 +106,10 @@ def spend_report(path: Path, *, since: float, until: float, by: Dimension) -> Sp
         "SUM(input_tokens + cache_read_tokens + cache_write_tokens), "
         "SUM(output_tokens), SUM(reasoning_tokens), TOTAL(cost_usd), TOTAL(list_cost_usd), "
         # TOTAL skips NULLs, so rows without a list price add nothing to the savings.
-        "TOTAL(list_cost_usd - cost_usd), SUM(list_cost_usd IS NULL) "
+        "TOTAL(list_cost_usd - cost_usd), "
+        f"SUM(list_cost_usd IS NULL AND outcome != '{UNRECORDED}'), "
+        f"SUM(outcome = '{UNRECORDED}'), TOTAL(CASE WHEN outcome = '{UNRECORDED}' "
+        "THEN cost_usd END) "
         "FROM requests WHERE started_at >= ? AND started_at < ? GROUP BY grp"
     )
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -106,8 +118,20 @@ def spend_report(path: Path, *, since: float, until: float, by: Dimension) -> Sp
     finally:
         db.close()
     rows = [
-        SpendRow(str(group), int(n), int(tin), int(tout), int(reason), cost, listed, saved, int(u))
-        for group, n, tin, tout, reason, cost, listed, saved, u in found
+        SpendRow(
+            str(group),
+            int(n),
+            int(tin),
+            int(tout),
+            int(reason),
+            cost,
+            listed,
+            saved,
+            int(unpriced),
+            int(lost),
+            held,
+        )
+        for group, n, tin, tout, reason, cost, listed, saved, unpriced, lost, held in found
     ]
     return SpendReport(since, until, by, _ordered(rows, by))
 
@@ -132,7 +156,9 @@ def spend_report_of(
             record.cost_usd,
             listed or 0.0,
             listed - record.cost_usd if listed is not None else 0.0,
-            int(listed is None),
+            int(listed is None and record.outcome != UNRECORDED),
+            int(record.outcome == UNRECORDED),
+            record.cost_usd if record.outcome == UNRECORDED else 0.0,
         )
         groups[group] = groups[group].plus(one, group) if group in groups else one
     return SpendReport(since, until, by, _ordered(groups.values(), by))

@@ -110,6 +110,8 @@ _SCHEMAS: dict[str, Any] = {
             "list_cost_usd": _NUMBER,
             "savings_usd": _NUMBER,
             "unpriced_requests": _INTEGER,
+            "unrecorded_requests": _INTEGER,
+            "unrecorded_usd": _NUMBER,
         }
     ),
     "Spend": _object(

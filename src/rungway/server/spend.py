@@ -154,6 +154,8 @@ def _row(row: SpendRow) -> dict[str, Any]:
         "list_cost_usd": row.list_cost_usd,
         "savings_usd": row.savings_usd,
         "unpriced_requests": row.unpriced_requests,
+        "unrecorded_requests": row.unrecorded_requests,
+        "unrecorded_usd": row.unrecorded_usd,
     }
 
 

@@ -1,4 +1,5 @@
-"""The money journal: a process killed outright loses no settled row and no reservation."""
+"""The money journal: a process killed outright loses no settled row and no reservation:
+each reservation left open becomes an `unrecorded` row costing its ceiling."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from rungway.budget import Reservation
+import pytest
+
+from rungway.budget import HeldFor, Reservation
 from rungway.engine.record import RequestRecord
 from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SqliteLedger, read_rows
@@ -64,11 +67,19 @@ def test_a_killed_process_leaves_its_paid_rows_and_open_reservations(tmp_path: P
     ledger = SqliteLedger(path)
     try:
         rows = {row["request_id"]: row for row in read_rows(path)}
-        assert set(rows) == {"paid-0", "paid-1", "paid-2"}
-        assert all(row["cost_usd"] == 0.01 for row in rows.values())
-        assert ledger.spent_since(NOW - 1) == {"cheap": 0.03}
-        [orphan] = ledger.journal.open_reservations()
-        assert (orphan.rung, orphan.client_key, orphan.amount) == (Rung.CHEAP, "alice", 0.25)
+        [orphan] = [name for name in rows if name.startswith("unrecorded-")]
+        assert set(rows) == {"paid-0", "paid-1", "paid-2", orphan}
+        assert all(rows[f"paid-{n}"]["cost_usd"] == 0.01 for n in range(3))
+        # The reservation in flight at the kill is a row of its own, costing its ceiling.
+        lost = rows[orphan]
+        assert (lost["outcome"], lost["rung"], lost["client_key"]) == (
+            "unrecorded",
+            "cheap",
+            "alice",
+        )
+        assert lost["cost_usd"] == 0.25
+        assert ledger.spent_since(NOW - 1) == {"cheap": pytest.approx(0.28)}
+        assert ledger.journal.open_reservations() == []
     finally:
         ledger.close()
 
@@ -110,3 +121,28 @@ def test_committed_rows_leave_the_journal(tmp_path: Path) -> None:
         journal.close()
     assert [row["request_id"] for row in read_rows(path)] == ["paid"]
     assert os.path.exists(journal_path(path))
+
+
+def test_an_open_reservation_becomes_a_row_naming_its_request(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    ledger = SqliteLedger(path)
+    held_for = HeldFor("1re9abcd0001", NOW, "openai_chat", "auto/thrifty", "c", "openai", "m")
+    ledger.opened(Reservation(7, Rung.PREMIUM, None, 0.5, NOW + 60, held_for=held_for))
+    ledger.close()  # as a crash would leave it: the reservation still open
+
+    ledger = SqliteLedger(path)
+    try:
+        [row] = read_rows(path)
+        assert ledger.journal.open_reservations() == []
+        assert ledger.spend_report(NOW - 1, NOW + 1, "rung").row("premium").unrecorded_usd == 0.5
+    finally:
+        ledger.close()
+    assert row["request_id"] == "1re9abcd0001"
+    assert row["started_at"] == NOW
+    assert (row["api"], row["requested_model"], row["connection_id"]) == (
+        "openai_chat",
+        "auto/thrifty",
+        "c",
+    )
+    assert (row["provider"], row["upstream_model"], row["rung"]) == ("openai", "m", "premium")
+    assert (row["outcome"], row["cost_usd"], row["list_cost_usd"]) == ("unrecorded", 0.5, None)
