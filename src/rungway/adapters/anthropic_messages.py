@@ -26,9 +26,15 @@ from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
-from rungway.quota import read_anthropic_api_key, read_anthropic_unified
+from rungway.quota import (
+    NO_OVERAGE,
+    OverageReading,
+    read_anthropic_api_key,
+    read_anthropic_overage,
+    read_anthropic_unified,
+)
 from rungway.quota.poller import PollTarget
-from rungway.quota.usage import UsageReading, read_claude_usage
+from rungway.quota.usage import read_claude_usage
 from rungway.routing.snapshot import QuotaWindow
 
 API_VERSION = "2023-06-01"
@@ -138,6 +144,12 @@ class AnthropicMessagesAdapter:
             return read_anthropic_unified(headers, model=model, now=now)
         return read_anthropic_api_key(headers, now=now)
 
+    def read_overage(self, connection: Connection, headers: Mapping[str, str]) -> OverageReading:
+        """A plan login's extra usage (A2.3); an API key bills every request anyway."""
+        if connection.auth is Auth.OAUTH:
+            return read_anthropic_overage(headers)
+        return NO_OVERAGE
+
     def usage_target(self, connection: Connection) -> PollTarget | None:
         """A plan login's OAuth usage endpoint (docs/provider-signals.md A2.5); keys have none."""
         if connection.auth is not Auth.OAUTH or connection.secret is None:
@@ -149,7 +161,7 @@ class AnthropicMessagesAdapter:
             connection.id,
             f"{connection.base_url}/api/oauth/usage",
             headers,
-            lambda body, now: UsageReading(read_claude_usage(body, now=now)),
+            lambda body, now: read_claude_usage(body, now=now),
         )
 
     def watch_stream(self, *, strip_usage_chunk: bool) -> AnthropicMessagesWatcher:

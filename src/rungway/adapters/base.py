@@ -18,6 +18,7 @@ from rungway.config import Auth
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
+from rungway.quota.headers import OverageReading
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
 from rungway.translate.canonical import TokenUsage
@@ -252,6 +253,17 @@ class ErrorQuota(Protocol):
 
 
 @runtime_checkable
+class OverageHeaders(Protocol):
+    """An adapter whose plan logins say on every response whether the account bills past
+    its quota, and whether that response was billed so (Claude's extra usage, Codex
+    credits)."""
+
+    def read_overage(self, connection: Connection, headers: Mapping[str, str]) -> OverageReading:
+        """What the response's headers say about billing past the quota."""
+        ...
+
+
+@runtime_checkable
 class StreamOnly(Protocol):
     """An adapter whose upstream always streams: a client that asked for no stream gets the
     stream assembled into one reply."""
@@ -287,6 +299,12 @@ def _conforms(adapter: object, capability: type) -> bool:
 def reads_error_quota(adapter: object) -> bool:
     """True when the adapter is `ErrorQuota`: its error bodies name quota windows."""
     return _conforms(adapter, ErrorQuota)
+
+
+def reads_overage(adapter: object) -> bool:
+    """True when the adapter is `OverageHeaders`: its responses say whether they bill past
+    the plan."""
+    return _conforms(adapter, OverageHeaders)
 
 
 def streams_only(adapter: object) -> bool:

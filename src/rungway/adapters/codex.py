@@ -27,7 +27,13 @@ from rungway.adapters.base import Connection, CredentialHeaders, UpstreamRequest
 from rungway.adapters.openai_errors import error_object
 from rungway.adapters.openai_responses import OpenAIResponsesAdapter, assemble_response
 from rungway.protocol.failures import Failure, FailureClass
-from rungway.quota import read_codex, read_codex_error, read_codex_usage
+from rungway.quota import (
+    OverageReading,
+    read_codex,
+    read_codex_credits,
+    read_codex_error,
+    read_codex_usage,
+)
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
 
@@ -95,6 +101,10 @@ class CodexAdapter(OpenAIResponsesAdapter):
     ) -> tuple[QuotaWindow, ...]:
         """The plan's windows from the `x-codex-*` headers."""
         return read_codex(headers, now=now)
+
+    def read_overage(self, connection: Connection, headers: Mapping[str, str]) -> OverageReading:
+        """Whether credits pay past the plan, from the `x-codex-credits-*` headers (A4.3)."""
+        return read_codex_credits(headers)
 
     def error_windows(
         self,

@@ -14,11 +14,15 @@ from rungway.quota.errors import (
     read_openrouter_error,
 )
 from rungway.quota.headers import (
+    NO_OVERAGE,
+    OverageReading,
     codex_window_name,
     fold_headers,
     read_anthropic_api_key,
+    read_anthropic_overage,
     read_anthropic_unified,
     read_codex,
+    read_codex_credits,
     read_x_ratelimit,
 )
 from rungway.quota.resets import parse_duration, parse_reset
@@ -31,17 +35,21 @@ from rungway.quota.usage import (
 )
 
 __all__ = [
+    "NO_OVERAGE",
     "NO_SIGNAL",
     "ErrorSignal",
+    "OverageReading",
     "UsageReading",
     "codex_window_name",
     "fold_headers",
     "parse_duration",
     "parse_reset",
     "read_anthropic_api_key",
+    "read_anthropic_overage",
     "read_anthropic_unified",
     "read_anthropic_unified_error",
     "read_codex",
+    "read_codex_credits",
     "read_codex_error",
     "read_codex_usage",
     "read_copilot_user",

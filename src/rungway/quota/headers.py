@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from rungway.quota.resets import parse_reset
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
@@ -39,6 +40,29 @@ _CODEX = re.compile(
 )
 _FIVE_HOURS_MIN = 300
 _SEVEN_DAYS_MIN = 10_080
+_OVERAGE_PREFIX = _UNIFIED_PREFIX + "overage-"
+_OVERAGE_OPEN = frozenset({"allowed", "allowed_warning"})
+_CREDITS_PREFIX = "x-codex-credits-"
+_CODEX_PLAN_USED = ("x-codex-primary-used-percent", "x-codex-secondary-used-percent")
+_TRUE = frozenset({"true", "1"})
+_FALSE = frozenset({"false", "0"})
+
+
+@dataclass(frozen=True, slots=True)
+class OverageReading:
+    """What one response says about billing past the plan's quota.
+
+    `permitted`: the account bills use past its windows (Claude's extra usage, Codex
+    credits); None when the response does not say. `in_use`: this response itself was
+    served past the plan's quota, so it is billed.
+    """
+
+    permitted: bool | None = None
+    in_use: bool = False
+
+
+NO_OVERAGE = OverageReading()
+"""A response that says nothing about overage."""
 
 
 def fold_headers(headers: Mapping[str, str], prefix: str = "") -> dict[str, str]:
@@ -130,6 +154,56 @@ def _status(value: str | None, *, known_usage: bool) -> WindowStatus:
         return WindowStatus(value.strip().lower())
     except ValueError:
         return WindowStatus.UNKNOWN
+
+
+def read_anthropic_overage(headers: Mapping[str, str]) -> OverageReading:
+    """A Claude plan's extra usage from `anthropic-ratelimit-unified-overage-*` (A2.3).
+
+    `overage-status` `allowed` (or `allowed_warning`) means requests past a spent window
+    are served and billed as extra usage; `rejected` means they are refused (extra usage
+    disabled, or its monthly limit spent). A response served as extra usage says so in
+    `overage-in-use: true`, or, as the first-party client reads it, by an overall status of
+    `rejected` while the overage status allows.
+    """
+    folded = fold_headers(headers, _OVERAGE_PREFIX)
+    if not folded:
+        return NO_OVERAGE
+    status = folded.get(_OVERAGE_PREFIX + "status", "").strip().lower()
+    in_use = _flag(folded.get(_OVERAGE_PREFIX + "in-use")) is True
+    if not in_use and status in _OVERAGE_OPEN:
+        overall = fold_headers(headers, _UNIFIED_PREFIX + "status")
+        in_use = overall.get(_UNIFIED_PREFIX + "status", "").strip().lower() == "rejected"
+    if in_use or status in _OVERAGE_OPEN:
+        return OverageReading(True, in_use)
+    return OverageReading(False) if status == "rejected" else NO_OVERAGE
+
+
+def read_codex_credits(headers: Mapping[str, str]) -> OverageReading:
+    """A ChatGPT plan's credits from `x-codex-credits-*` (A4.3).
+
+    Credits (`has-credits`, or `unlimited`) pay for requests past a spent plan window, so
+    an account holding them bills past its plan. A response served while a plan window
+    reports 100% used was paid from credits.
+    """
+    folded = fold_headers(headers, "x-codex-")
+    has = _flag(folded.get(_CREDITS_PREFIX + "has-credits"))
+    unlimited = _flag(folded.get(_CREDITS_PREFIX + "unlimited"))
+    if has is None and unlimited is None:
+        return NO_OVERAGE
+    if not (has or unlimited):
+        return OverageReading(False)
+    spent = any((_number(folded.get(name)) or 0.0) >= 100.0 for name in _CODEX_PLAN_USED)
+    return OverageReading(True, spent)
+
+
+def _flag(value: str | None) -> bool | None:
+    # A4.3: real responses send `True`/`False`; `true/false/1/0` in any case are accepted.
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    return False if lowered in _FALSE else None
 
 
 def read_anthropic_api_key(headers: Mapping[str, str], *, now: float) -> tuple[QuotaWindow, ...]:

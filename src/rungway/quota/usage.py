@@ -6,8 +6,10 @@ returns what the body says; an unreadable body says nothing, so readers never ra
 - Claude `/api/oauth/usage` (docs/provider-signals.md A2.5): percent used (0..100, not a
   fraction) and ISO-8601 resets. Only the account-wide windows are taken: its per-model
   keys are codenames that do not name a model id, so per-model windows come from the
-  response headers of requests to that model instead.
-- ChatGPT `wham/usage` (A4.4): the Codex plan's windows, named by length as in the headers.
+  response headers of requests to that model instead. `extra_usage.is_enabled` says
+  whether use past the windows is billed.
+- ChatGPT `wham/usage` (A4.4): the Codex plan's windows, named by length as in the headers,
+  and whether `credits` pay for use past them.
 - Copilot `copilot_internal/user` (A5.3): the monthly premium-request allowance, whether use
   past it is billed, and the free tier's chat and completions allowances.
 - Gemini Code Assist `retrieveUserQuota` (A6.1): a daily bucket per model.
@@ -41,15 +43,17 @@ _OPENROUTER_PERIOD_USAGE = {
 
 @dataclass(frozen=True, slots=True)
 class UsageReading:
-    """What a usage endpoint said: the windows, and for Copilot whether use past the allowance
-    is billed (`overage_permitted`; None when the endpoint does not say)."""
+    """What a usage endpoint said: the windows, and whether use past them is billed
+    (`overage_permitted`: Copilot's overage, Claude's extra usage, Codex credits; None when
+    the endpoint does not say)."""
 
     windows: tuple[QuotaWindow, ...] = ()
     overage_permitted: bool | None = None
 
 
-def read_claude_usage(body: bytes, *, now: float) -> tuple[QuotaWindow, ...]:
-    """The 5h and 7d windows of a Claude plan from its usage endpoint's body."""
+def read_claude_usage(body: bytes, *, now: float) -> UsageReading:
+    """The 5h and 7d windows of a Claude plan from its usage endpoint's body, and whether
+    extra usage bills past them."""
     data = _json_object(body)
     windows: dict[str, QuotaWindow] = {}
     for key, name in _FLAT.items():
@@ -64,7 +68,11 @@ def read_claude_usage(body: bytes, *, now: float) -> tuple[QuotaWindow, ...]:
             window = _claude_window(name, limit, now)
             if window is not None:
                 windows[name] = window
-    return tuple(windows.values())
+    # `extra_usage.is_enabled`: requests past a spent window are served and billed. An
+    # enabled account whose monthly limit is spent still counts: the limit can be raised
+    # at any time, and nothing here would notice before the next read.
+    enabled = json_values.mapping(data.get("extra_usage")).get("is_enabled")
+    return UsageReading(tuple(windows.values()), enabled if isinstance(enabled, bool) else None)
 
 
 def _claude_window(name: str, entry: Any, now: float) -> QuotaWindow | None:
@@ -76,7 +84,8 @@ def _claude_window(name: str, entry: Any, now: float) -> QuotaWindow | None:
     resets = entry.get("resets_at") or entry.get("resetsAt")
     resets_at = _reset(resets, now=now) if isinstance(resets, str) else None
     status = WindowStatus.REJECTED if used >= 100 else WindowStatus.ALLOWED
-    return QuotaWindow(name, float(used), resets_at, now, status=status, source="poll")
+    # A rounded or corrupted figure can fall outside 0..100; the status is read first.
+    return QuotaWindow(name, _clamp_percent(used), resets_at, now, status=status, source="poll")
 
 
 def read_codex_usage(body: bytes, *, now: float) -> UsageReading:
@@ -85,7 +94,8 @@ def read_codex_usage(body: bytes, *, now: float) -> UsageReading:
     Each window is named by its length (`5h`, `7d`, else `<n>m`), as `read_codex` names the
     header windows, so a polled reading and a header reading of one window are one window.
     """
-    rate_limit = json_values.mapping(_json_object(body).get("rate_limit"))
+    data = _json_object(body)
+    rate_limit = json_values.mapping(data.get("rate_limit"))
     # `additional_rate_limits` and `code_review_rate_limit` are not read: they meter separate
     # features (extra metered models, code review), not the plan's model access, and one
     # running out leaves ordinary requests on the plan unaffected.
@@ -94,7 +104,17 @@ def read_codex_usage(body: bytes, *, now: float) -> UsageReading:
         window = _codex_window(slot, json_values.mapping(rate_limit.get(f"{slot}_window")), now)
         if window is not None:
             windows.append(window)
-    return UsageReading(tuple(windows))
+    return UsageReading(tuple(windows), _codex_credits(data.get("credits")))
+
+
+def _codex_credits(credits: Any) -> bool | None:
+    # A4.4: credits pay for requests past a spent window; `credits` may be null.
+    if not isinstance(credits, dict):
+        return None
+    has, unlimited = credits.get("has_credits"), credits.get("unlimited")
+    if not isinstance(has, bool) and not isinstance(unlimited, bool):
+        return None
+    return has is True or unlimited is True
 
 
 def _codex_window(slot: str, entry: dict[str, Any], now: float) -> QuotaWindow | None:

@@ -4,7 +4,8 @@ Codex reads `{base}/wham/usage` when its base URL contains `/backend-api`, else
 `{base}/api/codex/usage`; both answer the same body (docs/provider-signals.md A4.4):
 `plan_type`, `rate_limit{allowed, limit_reached, primary_window, secondary_window}`
 with integer `used_percent`, and `credits`. Windows are the same primary and secondary
-the `x-codex-*` headers report.
+the `x-codex-*` headers report; with credits, a spent window has its limit reached while
+requests are still allowed.
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ def codex_usage(scenario: Scenario, book: QuotaBook, authenticate: Authenticate)
     def render(request: RecordedRequest) -> Reply:
         now = book.clock.now()
         primary, secondary = plan_windows(book.readings())
-        reached = any(window is not None and window.exhausted for window in (primary, secondary))
+        reached = any(window is not None and window.spent for window in (primary, secondary))
+        # Credits pay for requests past a spent window (A4.4), so those are still allowed.
+        paid = spec.credits.has_credits or spec.credits.unlimited
         body = {
             "plan_type": spec.plan_type,
             "rate_limit": {
-                "allowed": not reached,
+                "allowed": not reached or paid,
                 "limit_reached": reached,
                 "primary_window": window_body(primary, spec, now),
                 "secondary_window": window_body(secondary, spec, now),

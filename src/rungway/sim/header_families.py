@@ -22,7 +22,8 @@ def header_writer(scenario: Scenario) -> HeaderWriter:
     """The function that turns an admission into the scenario's quota headers."""
     family = scenario.quota_headers
     if family == "anthropic-unified":
-        return unified_headers
+        extra = scenario.extra_usage
+        return lambda admission: unified_headers(admission, extra)
     if family == "anthropic-apikey":
         return apikey_headers
     if family == "openai":

@@ -2,6 +2,7 @@
 
 `GET /api/oauth/usage` answers only plan logins, and is itself rate limited, about 30
 reads an hour (docs/provider-signals.md A2.5): past that it answers 429 with `Retry-After`.
+A plan with extra usage settings also reports `extra_usage`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ def claude_usage(scenario: Scenario, book: QuotaBook, authenticate: Authenticate
             usage[reading.spec.claim_name] = {
                 "utilization": round(reading.utilization * 100, 1),
                 "resets_at": datetime.fromtimestamp(reading.reset_at, UTC).isoformat(),
+            }
+        extra = scenario.extra_usage
+        if extra is not None:
+            limit = extra.monthly_limit
+            usage["extra_usage"] = {
+                "is_enabled": extra.enabled,
+                "monthly_limit": limit if extra.enabled else None,
+                "used_credits": extra.used_credits if extra.enabled else None,
+                "utilization": round(100 * extra.used_credits / limit, 1)
+                if extra.enabled and limit
+                else None,
             }
         return Reply(200, orjson.dumps(usage))
 

@@ -6,7 +6,9 @@ whole lengths if the clock jumped). A request is admitted unless a window that a
 to its model is already at or over capacity; admission charges every applicable window
 with the request's full, deterministic usage (real providers likewise charge an
 estimate when the request starts). A "soft" window never refuses: it keeps counting past
-its capacity, as a Copilot seat with overage permitted does (docs/provider-signals.md A5.3).
+its capacity, as a Copilot seat with overage permitted does (docs/provider-signals.md A5.3),
+and a Claude plan with extra usage or a ChatGPT plan with credits (A2.3, A4.3); a request
+admitted on a soft window that was already spent is overage, billed past the plan.
 
 Header formats follow docs/provider-signals.md: the Claude-plan "unified" family (A2.3,
 epoch-second resets, fractional utilization), the Anthropic API-key family (A1, RFC 3339
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rungway.clock import Clock
-from rungway.sim.scenario import WindowSpec
+from rungway.sim.scenario import ExtraUsageSpec, WindowSpec
 
 # Claude plans start reporting `allowed_warning` once a window passes this share.
 WARNING_THRESHOLD = 0.75
@@ -57,9 +59,14 @@ class WindowReading:
         return min(1.0, self.used / self.spec.capacity)
 
     @property
+    def spent(self) -> bool:
+        """Whether the window's capacity is used up (a soft window goes on serving)."""
+        return self.used >= self.spec.capacity
+
+    @property
     def exhausted(self) -> bool:
         """Whether the window rejects new requests (a soft window never does)."""
-        return not self.soft and self.used >= self.spec.capacity
+        return not self.soft and self.spent
 
     @property
     def overage(self) -> int:
@@ -74,6 +81,8 @@ class Admission:
     admitted: bool
     readings: tuple[WindowReading, ...]
     now: float
+    overage: bool = False
+    """Admitted on a soft window already spent: served past the plan, and billed."""
 
     @property
     def rejected(self) -> tuple[WindowReading, ...]:
@@ -165,10 +174,11 @@ class QuotaBook:
             self._roll(now)
             windows = self._applicable(model)
             admitted = all(w.admits for w in windows)
+            overage = admitted and any(w.used >= w.spec.capacity for w in windows)
             if admitted:
                 for window in windows:
                     window.used += _charge(window.spec, input_tokens, output_tokens)
-            return Admission(admitted, tuple(self._read(w) for w in windows), now)
+            return Admission(admitted, tuple(self._read(w) for w in windows), now, overage)
 
     def peek(self, model: str) -> Admission:
         """The windows applying to `model` now, without charging anything."""
@@ -218,7 +228,8 @@ class QuotaBook:
 
 
 def _status(reading: WindowReading) -> str:
-    if reading.exhausted:
+    # A spent window reads rejected even while extra usage serves past it (A2.3).
+    if reading.spent:
         return "rejected"
     if reading.utilization >= WARNING_THRESHOLD:
         return "allowed_warning"
@@ -230,14 +241,16 @@ def _fraction(value: float) -> str:
 
 
 def _representative(admission: Admission) -> WindowReading:
-    if admission.rejected:
+    spent = [reading for reading in admission.readings if reading.spent]
+    if spent:
         # The binding window is the one the request has to wait longest for.
-        return max(admission.rejected, key=lambda reading: reading.reset_at)
+        return max(spent, key=lambda reading: reading.reset_at)
     return max(admission.readings, key=lambda reading: reading.utilization)
 
 
-def unified_headers(admission: Admission) -> list[Header]:
-    """`anthropic-ratelimit-unified-*`: overall and per-window status, reset, utilization."""
+def unified_headers(admission: Admission, extra: ExtraUsageSpec | None = None) -> list[Header]:
+    """`anthropic-ratelimit-unified-*`: overall and per-window status, reset, utilization,
+    and, for a plan with `extra` usage settings, its `overage-*` headers."""
     if not admission.readings:
         return []
     statuses = [_status(reading) for reading in admission.readings]
@@ -261,7 +274,34 @@ def unified_headers(admission: Admission) -> list[Header]:
         headers.append((f"{name}utilization", _fraction(reading.utilization)))
         if reading.utilization >= WARNING_THRESHOLD:
             headers.append((f"{name}surpassed-threshold", _fraction(WARNING_THRESHOLD)))
+    if extra is not None:
+        headers.extend(_overage_headers(admission, extra))
     return [(key.encode(), value.encode()) for key, value in headers]
+
+
+def _overage_headers(admission: Admission, extra: ExtraUsageSpec) -> list[tuple[str, str]]:
+    # A2.3: extra usage is billing state, not a window: a status, the monthly limit's
+    # reset and utilization, the reason it is off, and whether this request used it.
+    prefix = "anthropic-ratelimit-unified-overage-"
+    limit = extra.monthly_limit
+    share = min(1.0, extra.used_credits / limit) if limit else 1.0
+    if extra.serving:
+        status = "allowed_warning" if share >= WARNING_THRESHOLD else "allowed"
+        headers = [(f"{prefix}status", status)]
+    else:
+        reason = "out_of_credits" if extra.enabled else "org_level_disabled"
+        headers = [(f"{prefix}status", "rejected"), (f"{prefix}disabled-reason", reason)]
+    headers.append((f"{prefix}reset", str(math.ceil(_next_month(admission.now)))))
+    headers.append((f"{prefix}utilization", _fraction(share)))
+    headers.append((f"{prefix}in-use", "true" if admission.overage else "false"))
+    return headers
+
+
+def _next_month(now: float) -> float:
+    # The monthly limit starts over on the first of the month, UTC.
+    today = datetime.fromtimestamp(now, UTC)
+    start = datetime(today.year + today.month // 12, today.month % 12 + 1, 1, tzinfo=UTC)
+    return start.timestamp()
 
 
 def rfc3339(epoch_seconds: float) -> str:

@@ -83,11 +83,34 @@ class WindowSpec(_Frozen):
 
 
 class CodexCreditsSpec(_Frozen):
-    """The credit balance a ChatGPT plan reports next to its windows (A4.3, A4.4)."""
+    """The credit balance a ChatGPT plan reports next to its windows (A4.3, A4.4).
+
+    With `has_credits` or `unlimited`, requests past a spent plan window are still served,
+    paid from the credits.
+    """
 
     has_credits: bool = False
     unlimited: bool = False
     balance: str = "0"
+
+
+class ExtraUsageSpec(_Frozen):
+    """A Claude plan's extra usage (A2.3, A2.5), billed in credits against a monthly limit.
+
+    While `enabled` and `used_credits` is under `monthly_limit`, requests past a spent
+    account-wide window are still served (and billed), with `overage-in-use: true`; else
+    they are refused as without it. The `anthropic-ratelimit-unified-overage-*` headers
+    and the usage endpoint's `extra_usage` report it either way.
+    """
+
+    enabled: bool = False
+    monthly_limit: int = Field(default=5000, ge=0)
+    used_credits: int = Field(default=0, ge=0)
+
+    @property
+    def serving(self) -> bool:
+        """Whether requests past a spent window are served as extra usage now."""
+        return self.enabled and self.used_credits < self.monthly_limit
 
 
 class CodexSpec(_Frozen):
@@ -191,6 +214,8 @@ class Scenario(_Frozen):
     codex: CodexSpec | None = None
     copilot: CopilotSpec | None = None
     credits: CreditsSpec | None = None
+    extra_usage: ExtraUsageSpec | None = None
+    """A Claude plan's extra usage; unset, its responses carry no overage headers."""
     oauth: OAuthSpec | None = None
     """A token endpoint served next to the API (see `token_server.py`)."""
 
@@ -236,6 +261,8 @@ class Scenario(_Frozen):
             raise ValueError("oauth needs auth kind bearer: it issues bearer tokens")
         if self.credits is not None and self.usage_endpoint != "openrouter":
             raise ValueError("credits need usage_endpoint: openrouter")
+        if self.extra_usage is not None and self.quota_headers != "anthropic-unified":
+            raise ValueError("extra_usage needs quota_headers: anthropic-unified")
         if self.copilot is not None and self.copilot.window is not None:
             named = [w for w in self.windows if w.name == self.copilot.window]
             if not named or named[0].unit != "requests" or named[0].model is not None:
@@ -261,6 +288,22 @@ class Scenario(_Frozen):
         if self.usage_endpoint == "openrouter":
             return self.credits or CreditsSpec()
         return None
+
+    def soft_windows(self) -> frozenset[str]:
+        """Windows that keep serving past their capacity, billing what is past it: a
+        Copilot seat's premium window with overage permitted (A5.3), a Claude plan's
+        account-wide windows with extra usage (A2.3), a ChatGPT plan's with credits (A4.3)."""
+        premium = self.premium_window()
+        copilot = self.copilot_settings
+        if premium is not None and copilot is not None and copilot.overage_permitted:
+            return frozenset({premium.name})
+        codex = self.codex_settings
+        billed = (self.extra_usage is not None and self.extra_usage.serving) or (
+            codex is not None and (codex.credits.has_credits or codex.credits.unlimited)
+        )
+        if billed:
+            return frozenset(window.name for window in self.windows if window.model is None)
+        return frozenset()
 
     def premium_window(self) -> WindowSpec | None:
         """A Copilot seat's premium-request window (None when unlimited or not Copilot)."""

@@ -79,11 +79,7 @@ class SimUpstream:
                 clock = SystemClock()
         self.scenario = scenario
         self._clock = clock
-        premium = scenario.premium_window()
-        copilot = scenario.copilot_settings
-        # A Copilot seat with overage permitted keeps serving past its allowance (A5.3).
-        soft = {premium.name} if premium and copilot and copilot.overage_permitted else set()
-        self._book = QuotaBook(scenario.windows, clock, soft)
+        self._book = QuotaBook(scenario.windows, clock, scenario.soft_windows())
         credits = scenario.credit_settings
         self._ledger = None if credits is None else CreditLedger(credits, scenario.models, clock)
         self._faults = FaultQueue(scenario.faults)

@@ -9,10 +9,13 @@ import pytest
 from multidict import CIMultiDict
 
 from rungway.quota import (
+    OverageReading,
     codex_window_name,
     read_anthropic_api_key,
+    read_anthropic_overage,
     read_anthropic_unified,
     read_codex,
+    read_codex_credits,
     read_x_ratelimit,
 )
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
@@ -41,6 +44,60 @@ CASES = recorded(
 def test_recorded_headers_read_as_golden_windows(case: dict[str, Any]) -> None:
     windows = READERS[case["reader"]](case["headers"], case)
     assert_windows(windows, case["windows"], now=case["now"], source="header")
+
+
+OVERAGE_READERS: dict[str, Callable[[Mapping[str, str]], OverageReading]] = {
+    "anthropic_unified": read_anthropic_overage,
+    "codex": read_codex_credits,
+}
+OVERAGE_CASES = [case for case in CASES if "overage" in case.values[0]]
+
+
+@pytest.mark.parametrize("case", OVERAGE_CASES)
+def test_recorded_headers_say_whether_the_plan_bills_past_its_quota(case: dict[str, Any]) -> None:
+    expected = OverageReading(case["overage"]["permitted"], case["overage"]["in_use"])
+    read = OVERAGE_READERS[case["reader"]]
+    assert read(case["headers"]) == expected
+    shouted = CIMultiDict({name.upper(): value for name, value in case["headers"].items()})
+    assert read(shouted) == expected
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (
+            {"overage-status": "rejected", "overage-disabled-reason": "out_of_credits"},
+            (False, False),
+        ),
+        ({"overage-status": "allowed"}, (True, False)),
+        ({"overage-in-use": "true"}, (True, True)),
+        ({"overage-status": "garbled"}, (None, False)),
+        ({"status": "rejected"}, (None, False)),
+    ],
+)
+def test_anthropic_overage_states(fields: dict[str, str], expected: tuple[bool, bool]) -> None:
+    headers = {f"anthropic-ratelimit-unified-{name}": value for name, value in fields.items()}
+    assert read_anthropic_overage(headers) == OverageReading(*expected)
+
+
+@pytest.mark.parametrize(
+    ("credits", "used", "expected"),
+    [
+        (("True", "False"), "100.0", (True, True)),
+        (("TRUE", "False"), "99.9", (True, False)),
+        (("False", "False"), "100.0", (False, False)),
+        (("yes", "maybe"), "100.0", (None, False)),
+    ],
+)
+def test_codex_credits_states(
+    credits: tuple[str, str], used: str, expected: tuple[bool | None, bool]
+) -> None:
+    headers = {
+        "x-codex-primary-used-percent": used,
+        "x-codex-credits-has-credits": credits[0],
+        "x-codex-credits-unlimited": credits[1],
+    }
+    assert read_codex_credits(headers) == OverageReading(*expected)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -28,6 +28,7 @@ NOW = 1_790_208_000.0  # 2026-09-24T00:00:00Z, a Thursday
 
 Reader = Callable[..., UsageReading]
 READERS: dict[str, Reader] = {
+    "claude": read_claude_usage,
     "codex": read_codex_usage,
     "copilot": read_copilot_user,
     "gemini": read_gemini_quota,
@@ -37,7 +38,11 @@ EXAMPLES = settings(max_examples=300, deadline=None)
 
 
 CASES = recorded(
-    "usage/codex.json", "usage/copilot.json", "usage/gemini.json", "usage/openrouter.json"
+    "usage/claude.json",
+    "usage/codex.json",
+    "usage/copilot.json",
+    "usage/gemini.json",
+    "usage/openrouter.json",
 )
 
 
@@ -266,9 +271,9 @@ def test_a_string_overage_flag_is_not_a_flag() -> None:
 
 def test_claude_reader_survives_odd_limit_lists() -> None:
     body = {"limits": [{"kind": ["session"]}, 5], "five_hour": {"utilization": 40}}
-    (window,) = read_claude_usage(json.dumps(body).encode(), now=NOW)
+    (window,) = read_claude_usage(json.dumps(body).encode(), now=NOW).windows
     assert (window.name, window.used_percent) == ("5h", 40.0)
-    assert read_claude_usage(b'{"limits": 5}', now=NOW) == ()
+    assert read_claude_usage(b'{"limits": 5}', now=NOW) == UsageReading()
 
 
 def test_usage_reading_is_frozen() -> None:
@@ -377,7 +382,6 @@ def assert_sane(reading: UsageReading, now: float) -> None:
 def test_no_reader_raises_on_arbitrary_bytes(body: bytes) -> None:
     for reader in READERS.values():
         assert_sane(reader(body, now=NOW), NOW)
-    read_claude_usage(body, now=NOW)
 
 
 @EXAMPLES
@@ -386,7 +390,6 @@ def test_no_reader_raises_on_arbitrary_json(value: Any) -> None:
     body = json.dumps(value).encode()
     for reader in READERS.values():
         assert_sane(reader(body, now=NOW), NOW)
-    read_claude_usage(body, now=NOW)
 
 
 @EXAMPLES

@@ -20,8 +20,14 @@ FIVE_HOURS = 18000
 WEEK = 604800
 
 
-def codex_scenario(*windows: dict[str, Any], plan: str = "plus") -> Scenario:
-    """A Codex plan on a FakeClock; by default a 4-request 5h and a 10-request weekly window."""
+NO_CREDITS = {"has_credits": False, "unlimited": False, "balance": "0"}
+
+
+def codex_scenario(
+    *windows: dict[str, Any], plan: str = "plus", credits: dict[str, Any] = NO_CREDITS
+) -> Scenario:
+    """A Codex plan on a FakeClock; by default a 4-request 5h and a 10-request weekly window,
+    and no credits to pay past them."""
     return Scenario.model_validate(
         {
             "name": "test-codex",
@@ -30,7 +36,7 @@ def codex_scenario(*windows: dict[str, Any], plan: str = "plus") -> Scenario:
             "usage_endpoint": "codex",
             "codex": {
                 "plan_type": plan,
-                "credits": {"has_credits": True, "unlimited": False, "balance": "9.99"},
+                "credits": credits,
             },
             "auth": {"kind": "bearer", "token": TOKEN},
             "models": [{"id": "gpt-5-codex"}],
@@ -86,9 +92,9 @@ def test_every_reply_carries_the_codex_header_family(codex_sim: SimUpstream) -> 
         "x-codex-secondary-window-minutes": "10080",
         "x-codex-secondary-reset-at": str(int(now + WEEK)),
         "x-codex-secondary-reset-after-seconds": str(WEEK),
-        "x-codex-credits-has-credits": "True",
+        "x-codex-credits-has-credits": "False",
         "x-codex-credits-unlimited": "False",
-        "x-codex-credits-balance": "9.99",
+        "x-codex-credits-balance": "0",
     }
     codex_sim.fake_clock.advance(100)
     second = codex_header_values(send(codex_sim))
@@ -127,6 +133,23 @@ def test_a_spent_window_is_usage_limit_reached_until_it_resets(codex_sim: SimUps
     assert recovered.header("x-codex-secondary-used-percent") == "50.0"
 
 
+def test_credits_serve_past_a_spent_window_and_both_signals_say_so() -> None:
+    credits = {"has_credits": True, "unlimited": False, "balance": "9.99"}
+    with SimUpstream(codex_scenario(credits=credits)) as sim:
+        responses = [send(sim) for _ in range(6)]
+        assert [response.status for response in responses] == [200] * 6
+        past = responses[-1]
+        assert past.header("x-codex-primary-used-percent") == "100.0"
+        assert past.header("x-codex-credits-has-credits") == "True"
+        assert past.header("x-codex-credits-balance") == "9.99"
+        assert sim.tally.total().requests == 6
+        usage = request(sim.url, "GET", "/backend-api/wham/usage", headers=AUTH).json()
+        assert usage["rate_limit"]["allowed"] is True
+        assert usage["rate_limit"]["limit_reached"] is True
+        assert usage["rate_limit"]["primary_window"]["used_percent"] == 100
+        assert usage["credits"] == credits
+
+
 def test_an_exhaust_fault_shows_on_the_usage_endpoint(codex_sim: SimUpstream) -> None:
     codex_sim.push_fault(QuotaExhaustedFault(window="7d"))
     assert send(codex_sim).status == 429
@@ -158,7 +181,7 @@ def test_wham_usage_reports_the_same_windows_on_both_paths(codex_sim: SimUpstrea
                 "reset_at": int(now + WEEK),
             },
         },
-        "credits": {"has_credits": True, "unlimited": False, "balance": "9.99"},
+        "credits": NO_CREDITS,
     }
     for path in ("/backend-api/wham/usage", "/api/codex/usage"):
         response = request(codex_sim.url, "GET", path, headers=AUTH)
