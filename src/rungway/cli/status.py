@@ -60,7 +60,7 @@ def ladder_table(connections: list[dict[str, Any]], now: float) -> Table:
                 label if index == 0 else "",
                 f"[bold]{escape(entry['id'])}[/]",
                 escape("\n".join(models)),
-                f"{entry['billing']} / {entry['overage']}",
+                f"{entry['billing']} / {entry['overage']}{_overage(entry)}",
                 "\n".join(_window(window, now) for window in entry["windows"])
                 or "[dim]no reading[/]",
                 _cooldown(entry, now),
@@ -69,6 +69,15 @@ def ladder_table(connections: list[dict[str, Any]], now: float) -> Table:
             )
         table.add_section()
     return table
+
+
+def _overage(entry: dict[str, Any]) -> str:
+    # The account's own word (Copilot overage, Claude extra usage, Codex credits).
+    if entry.get("overage_in_use"):
+        return "\n[red]billing past its quota[/]"
+    if entry.get("overage_permitted"):
+        return "\n[yellow]can bill past its quota[/]"
+    return ""
 
 
 def _window(window: dict[str, Any], now: float) -> str:

@@ -18,10 +18,12 @@ import orjson
 
 from rungway.adapters.base import (
     ErrorQuota,
+    OverageHeaders,
     UpstreamRequest,
     Usage,
     hint_for_base_url,
     reads_error_quota,
+    reads_overage,
     streams_only,
     whole_reply,
 )
@@ -224,7 +226,7 @@ class Engine:
         request = self._held_request(call, route, trail)
         if isinstance(request, Shortfall):
             return request
-        trail.sent, trail.answered = time.perf_counter(), None
+        trail.sent, trail.answered, trail.overage = time.perf_counter(), None, False
         try:
             response = await self._client.send(request)
         except UpstreamTimeout as error:
@@ -235,6 +237,8 @@ class Engine:
             return Failure(FailureClass.NETWORK, str(error))
         trail.reached = True
         received = self._clock.now()
+        # Read at once, not with the windows: the row's price depends on it.
+        trail.overage = self._read_overage(route, response.headers)
         if response.status < 300:
             # A good answer's quota is recorded once the reply is on its way, off the
             # latency path; a failure's is recorded first, because its cooldown reads it.
@@ -366,6 +370,16 @@ class Engine:
             self._quota.observe(route.connection.id, windows, received)
         return windows
 
+    def _read_overage(self, route: Route, headers: Mapping[str, str]) -> bool:
+        """Note what a plan's response says of billing past its quota; True when this
+        response was billed so."""
+        if not reads_overage(route.adapter):
+            return False
+        reading = cast(OverageHeaders, route.adapter).read_overage(route.connection, headers)
+        if reading.permitted is not None:
+            self._quota.observe_overage(route.connection.id, reading.permitted, reading.in_use)
+        return reading.in_use
+
     def refused(self, call: Call, refusal: Refusal, plan: Plan | None = None) -> Refusal:
         """Record `refusal` of a well-formed request, with the plan behind it; return it."""
         resolved = plan.resolution.resolved if plan is not None else call.body["model"]
@@ -400,7 +414,9 @@ class Engine:
         if unknown:
             costs = self._spending.settle_unknown(reservation, self._clock.now())
         elif route is not None:
-            costs = self._spending.settle(call, route, trail.usage, reservation, self._clock.now())
+            costs = self._spending.settle(
+                call, route, trail.usage, reservation, self._clock.now(), overage=trail.overage
+            )
         else:
             costs = NO_COST
         self._recorder.record(
@@ -450,6 +466,8 @@ class _Trail:
     """The current attempt's hold, until it is settled, released or handed to its stream."""
     in_flight: bool = False
     """Whether the current route's request has gone upstream (so it may be billed)."""
+    overage: bool = False
+    """Whether the current attempt's response says it was served past the plan's quota."""
     shortfalls: list[Shortfall] = field(default_factory=list)
     translation: Translation | None = None
     spent: set[str] = field(default_factory=set)

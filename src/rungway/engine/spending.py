@@ -86,9 +86,13 @@ class Spending:
         usage: Usage,
         reservation: Reservation | None,
         now: float,
+        *,
+        overage: bool = False,
     ) -> Costs:
-        """Price the request's tokens and settle its hold to the incremental cost."""
-        costs = price(route, usage)
+        """Price the request's tokens and settle its hold to the incremental cost.
+
+        `overage`: the upstream served the request past the plan's quota and billed it."""
+        costs = price(route, usage, overage=overage)
         if reservation is not None:
             self._budget.settle(reservation, costs.incremental, now)
         elif costs.incremental and route.rung is not None:
@@ -96,8 +100,11 @@ class Spending:
         return costs
 
 
-def price(route: Route, usage: Usage) -> Costs:
-    """The request's incremental and list-price cost."""
+def price(route: Route, usage: Usage, *, overage: bool = False) -> Costs:
+    """The request's incremental and list-price cost.
+
+    A plan request served past its quota (`overage`: Claude's extra usage, Codex credits)
+    is billed like a metered one, so it costs its list price."""
     rates = rates_for(route.connection.provider, route.target.model)
     listed = (
         None
@@ -111,7 +118,7 @@ def price(route: Route, usage: Usage) -> Costs:
             )
         )
     )
-    if route.rung not in PAID_RUNGS:
+    if route.rung not in PAID_RUNGS and not overage:
         return Costs(0.0, listed if listed is not None else usage.cost_usd)
     billed = usage.cost_usd if usage.cost_usd is not None else listed
     return Costs(billed or 0.0, listed if listed is not None else usage.cost_usd)

@@ -64,6 +64,12 @@ class QuotaObserver(Protocol):
         """The quota windows one response reported."""
         ...
 
+    def observe_overage(
+        self, connection_id: str, permitted: bool, in_use: bool | None = None
+    ) -> None:
+        """Whether the account bills past its quota, and whether one response was billed so."""
+        ...
+
     def failed(self, connection_id: str, failure: Failure, now: float) -> None:
         """An attempt failed."""
         ...
@@ -94,6 +100,11 @@ class NoTelemetry:
 
     def observe(self, connection_id: str, windows: Iterable[QuotaWindow], now: float) -> None:
         """Forget the windows."""
+
+    def observe_overage(
+        self, connection_id: str, permitted: bool, in_use: bool | None = None
+    ) -> None:
+        """Forget the overage."""
 
     def failed(self, connection_id: str, failure: Failure, now: float) -> None:
         """Forget the failure."""

@@ -50,6 +50,7 @@ class QuotaBoard:
         self._breaker: dict[str, Breaker] = {}
         self._states: dict[str, ConnectionState] = {}
         self._overage: dict[str, bool] = {}
+        self._overage_in_use: set[str] = set()
         # Kept in memory only: a restarted gateway starts with every connection enabled.
         self._disabled: set[str] = set()
         self._now = 0.0
@@ -85,10 +86,20 @@ class QuotaBoard:
             self._now = now
             self._rebuild(connection_id)
 
-    def observe_overage(self, connection_id: str, permitted: bool) -> None:
-        """Record whether the account bills use past its allowance (its usage endpoint says)."""
-        if self._overage.get(connection_id) is not permitted:
-            self._overage[connection_id] = permitted
+    def observe_overage(
+        self, connection_id: str, permitted: bool, in_use: bool | None = None
+    ) -> None:
+        """Record whether the account bills use past its allowance (its usage endpoint or a
+        response says), and, when a response says, whether that response was billed so."""
+        changed = self._overage.get(connection_id) is not permitted
+        self._overage[connection_id] = permitted
+        if in_use is not None and (connection_id in self._overage_in_use) is not in_use:
+            changed = True
+            if in_use:
+                self._overage_in_use.add(connection_id)
+            else:
+                self._overage_in_use.discard(connection_id)
+        if changed:
             self._rebuild(connection_id)
 
     def failed(self, connection_id: str, failure: Failure, now: float) -> None:
@@ -207,6 +218,7 @@ class QuotaBoard:
                 else None
             ),
             overage_permitted=self._overage.get(connection_id),
+            overage_in_use=connection_id in self._overage_in_use,
             disabled=connection_id in self._disabled,
         )
         if state == ConnectionState():

@@ -56,10 +56,24 @@ class BillingVerdict:
     """The overage is read from the connection's usage endpoint, not fixed by the terms."""
 
     def with_overage_permitted(self, permitted: bool | None) -> BillingVerdict:
-        """This verdict once the connection's live `overage_permitted` flag is known."""
-        if not self.live_overage:
-            return self
-        return replace(self, overage=_overage(LIVE, permitted))
+        """This verdict once the connection's live `overage_permitted` flag is known.
+
+        A `live` entry takes its overage from the flag. Any other subscription that the
+        account itself says bills past its quota (Claude's extra usage, Codex credits)
+        meters to paid, whatever the catalog claims: live evidence beats static terms. An
+        unread flag leaves the catalog's word, and a flag saying no overage never loosens
+        a catalog entry.
+        """
+        if self.live_overage:
+            return replace(self, overage=_overage(LIVE, permitted))
+        if (
+            permitted
+            and self.billing is BillingClass.SUBSCRIPTION
+            and self.overage is not Overage.METERS_TO_PAID
+        ):
+            entry = f"the account's live overage flag, over {self.entry}"
+            return replace(self, overage=Overage.METERS_TO_PAID, entry=entry)
+        return self
 
     @property
     def plan_included(self) -> bool:

@@ -2,7 +2,8 @@
 
 A connection an operator disabled is never planned. `auto/subscription` (fail closed)
 keeps only plan connections that are verified usable: subscription billing, a hard-stop
-overage, fresh quota readings above the cut-off, no cooldown and a closed breaker.
+overage (the catalog's, unless the account's live flag says it bills past its quota), fresh
+quota readings above the cut-off, no cooldown and a closed breaker.
 `auto/thrifty` (fail open) keeps every rung and drops a connection only on positive
 evidence: an exhausted window, a cooldown, an open breaker, a paid rung over budget.
 Candidates are split per rung, so a candidate's connections all sit on its rung, and
@@ -181,7 +182,9 @@ class _Planner:
             if static is not None:
                 self.skipped.append(static)
                 continue
-            if self.strict and connection.billing.live_overage:
+            # A catalog hard-stop plan is judged again when the account's own flag says it
+            # bills past its quota (Claude's extra usage, Codex credits).
+            if self.strict and (connection.billing.live_overage or state.overage_permitted):
                 live = connection.billing.with_overage_permitted(state.overage_permitted)
                 terms = plan_verdict(live)
                 if not terms.passed:

@@ -63,7 +63,10 @@ class ConnectionState:
     cooldown_reason: str = ""
     breaker: BreakerState = BreakerState.CLOSED
     overage_permitted: bool | None = None
-    """The account's own word on billing past its allowance (Copilot); None when unread."""
+    """The account's own word on billing past its allowance (Copilot's overage, Claude's
+    extra usage, Codex credits), from its usage endpoint or its responses; None when unread."""
+    overage_in_use: bool = False
+    """The account's last response was served past its quota and billed."""
     disabled: bool = False
     """An operator took the connection out of the ladder; nothing plans it until enabled."""
     breaker_open_until: float | None = None

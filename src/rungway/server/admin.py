@@ -231,6 +231,10 @@ def _connection(connection: RosterConnection, state: ConnectionState, now: float
         "auth": connection.auth,
         "billing": connection.billing.billing.value,
         "overage": connection.billing.with_overage_permitted(state.overage_permitted).overage,
+        # The account's own word, as last read: it bills past its quota (Copilot overage,
+        # Claude extra usage, Codex credits), and its last answer was billed so.
+        "overage_permitted": state.overage_permitted,
+        "overage_in_use": state.overage_in_use,
         "models": [
             {"model": served.model, "rung": served.rung.label, "tier": served.tier.value}
             for served in connection.models

@@ -72,6 +72,15 @@ _SCHEMAS: dict[str, Any] = {
             "auth": _STRING,
             "billing": _enum([billing.value for billing in BillingClass]),
             "overage": _enum([overage.value for overage in Overage]),
+            "overage_permitted": {
+                "type": ["boolean", "null"],
+                "description": "The account's own word, as last read, on billing past its "
+                "quota (Copilot overage, Claude extra usage, Codex credits); null when unread.",
+            },
+            "overage_in_use": {
+                "type": "boolean",
+                "description": "The account's last answer was served past its quota and billed.",
+            },
             "models": {
                 "type": "array",
                 "items": _object(

@@ -97,6 +97,20 @@ def test_case08_subscription_that_meters_to_paid_past_its_quota_is_excluded() ->
     assert skip_reasons(plan, "c1") == ["overage_not_hard_stop"]
 
 
+@pytest.mark.parametrize(("permitted", "kept"), [(None, True), (False, True), (True, False)])
+def test_case08b_a_hard_stop_plan_whose_account_says_it_bills_past_its_quota_is_excluded(
+    permitted: bool | None, kept: bool
+) -> None:
+    # Claude's extra usage or Codex credits: the catalog says hard-stop, the account's own
+    # flag says otherwise, and the live evidence wins; an unread flag leaves the catalog's.
+    live = ConnectionState(FRESH.windows, overage_permitted=permitted)
+    plan = route("auto/subscription", [connection("c1")], {"c1": live})
+    assert order(plan) == ([("m1", SUB, ("c1",))] if kept else [])
+    assert skip_reasons(plan, "c1") == ([] if kept else ["overage_not_hard_stop"])
+    thrifty = route("auto/thrifty", [connection("c1")], {"c1": live})
+    assert order(thrifty) == [("m1", SUB, ("c1",))]
+
+
 def test_case09_metered_key_on_a_provider_that_also_sells_a_plan_is_excluded() -> None:
     plan = route("auto/subscription", [connection("c1", auth="apikey")], {"c1": FRESH})
     assert plan.candidates == ()
@@ -215,7 +229,7 @@ def test_case20_positive_budget_gates_on_spend_and_reservations(
     plan = route(
         "auto/thrifty",
         roster,
-        settings=LadderSettings(rung_budget_usd={"cheap": 5.0}),
+        settings=LadderSettings(rung_budget_usd={"cheap": 5.0, "premium": None}),
         spend={} if spend is None else {Rung.CHEAP: spend},
     )
     assert bool(plan.candidates) is kept

@@ -2,8 +2,9 @@
 
 A world is a random billing catalog, a roster of connections (providers, auths, APIs,
 models, tiers, prices), quota readings (used percent, resets before and after now, ages,
-statuses, model scopes, exhaustion memory), cooldowns, breakers, disabled connections,
-budgets, spend and a clock.
+statuses, model scopes, exhaustion memory), the accounts' live overage flags (billing past
+the quota permitted, and in use), cooldowns, breakers, disabled connections, budgets,
+spend and a clock.
 Oracles are written out here from the spec, never by calling the gates they check.
 """
 
@@ -113,7 +114,8 @@ def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = T
 
     states: dict[str, ConnectionState] = {}
     spend: dict[Rung, RungSpend] = {}
-    budgets: dict[RungName, float] = {}
+    # Without telemetry there are no budgets either: `null` is a paid rung without a limit.
+    budgets: dict[RungName, float | None] = {"cheap": None, "premium": None}
     exit_at = draw(st.sampled_from([0.0, 2.0, 5.0]))
     reentry = exit_at + draw(st.sampled_from([0.0, 3.0, 10.0]))
     max_age = draw(st.sampled_from([60.0, 180.0, 300.0]))
@@ -127,7 +129,7 @@ def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = T
                 spend[rung] = RungSpend(spent, draw(st.sampled_from([0.0, 1.0])))
         budgets = draw(
             st.dictionaries(
-                st.sampled_from(RUNG_NAMES), st.sampled_from([0.0, 1.0, 5.0]), max_size=3
+                st.sampled_from(RUNG_NAMES), st.sampled_from([0.0, 1.0, 5.0, None]), max_size=3
             )
         )
     ladder_settings = LadderSettings(
@@ -158,7 +160,13 @@ def connection_states(draw: st.DrawFn, now: float, connection: RosterConnection)
         count = draw(st.integers(1, 2))
         windows = [draw(healthy_windows(now, scopes)) for _ in range(count)]
         permitted = draw(st.sampled_from([None, False, False, True]))
-        return ConnectionState(tuple(windows), overage_permitted=permitted, disabled=disabled)
+        in_use = draw(st.booleans())
+        return ConnectionState(
+            tuple(windows),
+            overage_permitted=permitted,
+            overage_in_use=bool(permitted) and in_use,
+            disabled=disabled,
+        )
     count = draw(st.sampled_from([0, 1, 2, 3]))
     windows = [
         draw(st.one_of(healthy_windows(now, scopes), any_windows(now, scopes)))
@@ -167,7 +175,16 @@ def connection_states(draw: st.DrawFn, now: float, connection: RosterConnection)
     cooldown = draw(st.sampled_from([None, None, now - 10, now, now + 10, now + 3_600]))
     breaker = draw(st.sampled_from([*BreakerState, BreakerState.CLOSED]))
     permitted = draw(st.sampled_from([None, False, True]))
-    return ConnectionState(tuple(windows), cooldown, "drawn", breaker, permitted, disabled)
+    in_use = draw(st.booleans())
+    return ConnectionState(
+        tuple(windows),
+        cooldown,
+        "drawn",
+        breaker,
+        overage_permitted=permitted,
+        overage_in_use=bool(permitted) and in_use,
+        disabled=disabled,
+    )
 
 
 @st.composite
@@ -260,9 +277,15 @@ def test_subscription_yields_only_verified_hard_stop_plan_connections(world: Wor
             assert connection.billing.billing is BillingClass.SUBSCRIPTION
             state = world.snapshot.states.get(connection_id)
             assert state is not None, "no reading at all"
-            # A live overage is the account's own flag as last read, not the catalog's.
-            billing = connection.billing.with_overage_permitted(state.overage_permitted)
-            assert billing.overage is Overage.HARD_STOP
+            # The account's own flag, as last read, outranks the catalog: one that says it
+            # bills past its quota (Copilot overage, Claude extra usage, Codex credits) is
+            # never yielded; an unread flag leaves a catalog hard-stop standing, except for
+            # a live entry, which needs the flag read as no overage.
+            assert state.overage_permitted is not True
+            if connection.billing.live_overage:
+                assert state.overage_permitted is False
+            else:
+                assert connection.billing.overage is Overage.HARD_STOP
             assert not cooling_down(state, world.now)
             assert state.breaker is BreakerState.CLOSED
             windows = applicable(state, candidate.model)

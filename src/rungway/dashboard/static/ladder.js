@@ -63,6 +63,13 @@ function connectionCard(connection, models, nowSeconds) {
   ];
   if (cooling) badges.push(el("span", { class: "badge cooling" }, "cooling down"));
   if (disabled) badges.push(el("span", { class: "badge disabled" }, "disabled"));
+  // The account's own word that it bills past its quota (Copilot overage, Claude extra
+  // usage, Codex credits), and whether its last answer was billed so.
+  if (connection.overage_in_use === true) {
+    badges.push(el("span", { class: "badge overage" }, "billing past its quota"));
+  } else if (connection.overage_permitted === true) {
+    badges.push(el("span", { class: "badge overage" }, "can bill past its quota"));
+  }
   return el(
     "article",
     {
@@ -71,6 +78,7 @@ function connectionCard(connection, models, nowSeconds) {
       "data-breaker": connection.breaker,
       "data-cooling": String(cooling),
       "data-disabled": String(disabled),
+      "data-overage": connection.overage_in_use === true ? "in-use" : String(connection.overage_permitted === true),
       "aria-label": `connection ${connection.id}`,
     },
     el("h4", {}, connection.id),
