@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from rungway.protocol import openai_chat
+from rungway.protocol import request_checks as checks
 from rungway.protocol.failures import FailureClass
 
 UNSEQUENCED = 2**31 - 1
@@ -39,24 +40,137 @@ _ERROR_CODES = {
 
 
 def check_request(body: dict[str, Any]) -> str | None:
-    """Return what is wrong with a Responses request's shape, or None when it can be routed."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        return "`model` is required and must be a non-empty string"
+    """Return what is wrong with a Responses request's shape, or None when it can be routed.
+
+    Every field the gateway reads, rewrites or translates is checked, once, so nothing
+    malformed reaches routing, a budget or an upstream.
+    """
+    problem = checks.model_name(body.get("model"))
+    if problem is not None:
+        return f"`model` {problem}"
     items = body.get("input")
     if not isinstance(items, str | list):
         return "`input` is required and must be a string or an array of input items"
-    if isinstance(items, list) and not all(isinstance(item, dict) for item in items):
-        return "every item of `input` must be an object"
-    stream = body.get("stream")
-    if stream is not None and not isinstance(stream, bool):
-        return "`stream` must be a boolean"
-    instructions = body.get("instructions")
-    if instructions is not None and not isinstance(instructions, str):
-        return "`instructions` must be a string"
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        return "`tools` must be an array"
+    if isinstance(items, list):
+        for number, item in enumerate(items):
+            problem = _input_item(item, f"input[{number}]")
+            if problem is not None:
+                return problem
+    found = checks.first_problem(body, _FIELDS)
+    if found is not None:
+        return f"`{found[0]}` {found[1]}"
+    return _tools(body.get("tools")) or _tool_choice(body.get("tool_choice"))
+
+
+_FIELDS: dict[str, checks.Check] = {
+    "instructions": checks.string,
+    "max_output_tokens": checks.output_limit,
+    "stream": checks.boolean,
+    "temperature": checks.number,
+    "top_p": checks.number,
+    "tools": checks.objects,
+    "parallel_tool_calls": checks.boolean,
+    "reasoning": lambda value: checks.mapping(value) or _reasoning(value),
+    "user": checks.string,
+}
+"""Optional fields and their checks; tools and tool_choice are checked below."""
+# A tuple, not a set: a value of any JSON type is compared, and arrays cannot be hashed.
+_ROLES = ("user", "assistant", "system", "developer")
+_TEXT_PARTS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal"}
+
+
+def _reasoning(reasoning: dict[str, Any]) -> str | None:
+    for name in ("effort", "summary"):
+        value = reasoning.get(name)
+        if value is not None and not isinstance(value, str):
+            return f"{name} must be a string"
+    return None
+
+
+def _input_item(item: object, where: str) -> str | None:
+    if not isinstance(item, dict):
+        return f"every item of `input` must be an object; `{where}` is {checks.describe(item)}"
+    kind = item.get("type", "message")
+    if not isinstance(kind, str):
+        return f"`{where}.type` must be a string"
+    if kind == "message":
+        if item.get("role") not in _ROLES:
+            return f"`{where}.role` must be one of {', '.join(_ROLES)}"
+        return _content(item.get("content"), f"{where}.content")
+    if kind in ("function_call", "function_call_output") and not isinstance(
+        item.get("call_id"), str
+    ):
+        return f"`{where}.call_id` is required in a {kind} item (a string)"
+    if kind == "function_call":
+        if not isinstance(item.get("name"), str) or not item["name"]:
+            return f"`{where}.name` is required in a function_call item (a non-empty string)"
+        arguments = item.get("arguments")
+        if arguments is not None and not isinstance(arguments, str | dict):
+            return f"`{where}.arguments` must be a string of JSON"
+    if kind == "function_call_output":
+        return _content(item.get("output"), f"{where}.output")
+    if kind == "reasoning":
+        carried = item.get("encrypted_content")
+        if carried is not None and not isinstance(carried, str):
+            return f"`{where}.encrypted_content` must be a string"
+    return None
+
+
+def _content(content: object, where: str) -> str | None:
+    if content is None or isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"`{where}` must be a string or an array of content parts"
+    for number, part in enumerate(content):
+        at = f"{where}[{number}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if not isinstance(kind, str):
+            return f"`{at}` must be a content part object with a string `type`"
+        field = _TEXT_PARTS.get(kind)
+        if field is not None and not isinstance(part.get(field), str):
+            return f"`{at}.{field}` is required in a `{kind}` part (a string)"
+        if kind == "input_image":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            if url is not None and not isinstance(url, str):
+                return f"`{at}.image_url` must be a string"
+    return None
+
+
+def _tools(tools: list[dict[str, Any]] | None) -> str | None:
+    for number, tool in enumerate(tools or ()):
+        at = f"tools[{number}]"
+        kind = tool.get("type")
+        if not isinstance(kind, str):
+            return f"`{at}.type` is required (a string)"
+        if kind != "function":
+            continue  # a hosted tool, which the upstream checks
+        # Some clients nest the function as Chat Completions does; that form is read too.
+        fields = tool["function"] if isinstance(tool.get("function"), dict) else tool
+        if not isinstance(fields.get("name"), str) or not fields["name"]:
+            return f"`{at}.name` is required (a non-empty string)"
+        for name, check in _FUNCTION_FIELDS.items():
+            value = fields.get(name)
+            problem = None if value is None else check(value)
+            if problem is not None:
+                return f"`{at}.{name}` {problem}"
+    return None
+
+
+_FUNCTION_FIELDS: dict[str, checks.Check] = {
+    "description": checks.string,
+    "parameters": checks.mapping,
+    "strict": checks.boolean,
+}
+
+
+def _tool_choice(choice: object) -> str | None:
+    if choice is None or choice in ("auto", "none", "required"):
+        return None
+    if not isinstance(choice, dict) or not isinstance(choice.get("type"), str):
+        return "`tool_choice` must be auto, none, required or an object with a `type`"
+    if choice["type"] == "function" and not isinstance(choice.get("name"), str):
+        return "`tool_choice.name` is required when its type is function (a string)"
     return None
 
 

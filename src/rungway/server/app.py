@@ -18,6 +18,7 @@ from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
 from rungway.logs.access import log_refusal
 from rungway.protocol import anthropic_messages, openai_chat, openai_responses
+from rungway.protocol import request_checks as checks
 from rungway.protocol.api import Api
 from rungway.protocol.errors import ERROR_BODIES
 from rungway.server.admin import PREFIX as ADMIN_PREFIX
@@ -45,6 +46,8 @@ Lifecycle = Callable[[], Awaitable[None]]
 # The root sends a browser on to the dashboard, which also serves the site's icon.
 _DASHBOARD_PATHS = frozenset({"/", "/favicon.ico", "/dashboard"})
 
+_DECODER_DEPTH = "depth limit exceeded"
+"""The parser's own word for a body nested deeper than it reads (1,024 levels)."""
 _CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
     Api.OPENAI_CHAT: openai_chat.check_request,
     Api.OPENAI_RESPONSES: openai_responses.check_request,
@@ -212,7 +215,11 @@ class GatewayApp:
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as error:
-            message = f"the request body is not valid JSON: {error}"
+            message = (
+                checks.nesting_message()
+                if error.msg == _DECODER_DEPTH
+                else f"the request body is not valid JSON: {error}"
+            )
             refusal = Refusal(400, message, "invalid_json")
             await self._refuse(send, api, request_id, refusal, started=started)
             return None
@@ -221,15 +228,19 @@ class GatewayApp:
             refusal = Refusal(400, message, "invalid_request")
             await self._refuse(send, api, request_id, refusal, started=started)
             return None
+        # Encoded again at once: the bytes forwarded are the body checked here.
+        encoded = checks.encode_within_depth(body)
         problem = (
-            anthropic_messages.check_request(body, count_tokens=True)
+            checks.nesting_message()
+            if encoded is None
+            else anthropic_messages.check_request(body, count_tokens=True)
             if count
             else _CHECKS[api](body)
         )
-        if problem is not None:
-            refusal = Refusal(400, problem, "invalid_request")
+        if problem is not None or encoded is None:
+            refusal = Refusal(400, problem or checks.nesting_message(), "invalid_request")
             await self._refuse(
-                send, api, request_id, refusal, started=started, model=body.get("model")
+                send, api, request_id, refusal, started=started, model=_logged(body.get("model"))
             )
             return None
         query = scope.get("query_string", b"").decode("latin-1")
@@ -237,7 +248,7 @@ class GatewayApp:
             request_id=request_id,
             api=api,
             body=body,
-            raw_body=raw,
+            raw_body=encoded,
             stream=body.get("stream") is True and not count,
             headers=headers,
             query=query,
@@ -312,6 +323,14 @@ class GatewayApp:
                 await self._on_shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _logged(model: object) -> str | None:
+    """A refused request's model name as its access line shows it: short enough to read."""
+    if not isinstance(model, str):
+        return None
+    limit = checks.MAX_MODEL_CHARS
+    return model if len(model) <= limit else f"{model[:limit]}... ({len(model)} characters)"
 
 
 def _base_headers(request_id: str) -> Headers:
