@@ -136,9 +136,12 @@ class Planner:
                 )
             return self._ladder_plan(call, resolution)
         named = self._named_plan(resolution)
-        if len(self._named) >= _NAMED_PLANS_KEPT:
-            self._named.clear()
-        self._named[model] = named
+        if resolution.exact:
+            # A name a glob alias matched is one of endlessly many a client can make up:
+            # keeping its plan would let those names fill memory, so it is built each time.
+            if len(self._named) >= _NAMED_PLANS_KEPT:
+                self._named.clear()
+            self._named[model] = named
         return self._without_disabled(named)
 
     def _without_disabled(self, named: Plan) -> Plan:

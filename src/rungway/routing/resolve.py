@@ -44,6 +44,8 @@ class Resolution:
     resolved: str
     targets: tuple[Target, ...]
     auto: AutoSpec | None = None
+    exact: bool = True
+    """False when a glob alias matched: the name is one of endlessly many, not worth keeping."""
 
 
 class UnknownModel(Exception):
@@ -75,12 +77,12 @@ class ModelTable:
 
     def resolve(self, requested: str) -> Resolution:
         """Resolve `requested` to its targets or raise `UnknownModel`."""
-        name = self._alias(requested)
+        name, exact = self._alias(requested)
         if is_auto_id(name):
-            return Resolution(requested, name, (), parse_auto_id(name))
+            return Resolution(requested, name, (), parse_auto_id(name), exact)
         ids = self._by_model.get(name)
         if ids:
-            return Resolution(requested, name, tuple(Target(cid, name) for cid in ids))
+            return Resolution(requested, name, tuple(Target(cid, name) for cid in ids), None, exact)
         prefix, _, model = name.partition("/")
         if model:
             connection = self._connections.get(prefix)
@@ -90,7 +92,7 @@ class ModelTable:
                         f"connection {prefix!r} does not serve {model!r}; "
                         f"it serves: {', '.join(sorted(connection.models))}"
                     )
-                return Resolution(requested, name, (Target(prefix, model),))
+                return Resolution(requested, name, (Target(prefix, model),), None, exact)
             if prefix in self._providers:
                 targets = tuple(
                     Target(facts.id, model)
@@ -98,18 +100,19 @@ class ModelTable:
                     if facts.provider == prefix and model in facts.models
                 )
                 if targets:
-                    return Resolution(requested, name, targets)
+                    return Resolution(requested, name, targets, None, exact)
                 raise UnknownModel(f"no {prefix!r} connection serves {model!r}")
         raise UnknownModel(self._unknown_message(requested, name))
 
-    def _alias(self, requested: str) -> str:
+    def _alias(self, requested: str) -> tuple[str, bool]:
+        """The name after aliasing, and whether it came without a glob pattern."""
         target = self._exact_aliases.get(requested)
         if target is not None:
-            return target
+            return target, True
         for pattern, to in self._glob_aliases:
             if fnmatchcase(requested, pattern):
-                return to
-        return requested
+                return to, False
+        return requested, True
 
     def _unknown_message(self, requested: str, name: str) -> str:
         known = [model for model, _ in self.models()]
