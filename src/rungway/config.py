@@ -185,6 +185,14 @@ class ServerSettings(_Frozen):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 4141
     max_body_bytes: Annotated[int, Field(ge=1024)] = 16 * 1024 * 1024
+    header_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    """From a connection's start, or a request's first byte, to the end of its headers."""
+    body_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    """From the end of a request's headers to the end of its body."""
+    max_header_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
+    max_headers: Annotated[int, Field(ge=1)] = 100
+    max_connections_per_client: Annotated[int, Field(ge=1)] = 256
+    """Open connections from one client address at once."""
 
 
 class TimeoutSettings(_Frozen):

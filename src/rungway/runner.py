@@ -6,19 +6,45 @@ benchmarks start servers the same way: uvloop, httptools, no access log.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
+from http import HTTPStatus
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from rungway.protocol import anthropic_messages, openai_chat
+
+
+class ConnectionLimits(Protocol):
+    """The client connection deadlines and caps (the config's `server` section has them)."""
+
+    @property
+    def header_timeout_s(self) -> float: ...
+    @property
+    def body_timeout_s(self) -> float: ...
+    @property
+    def max_header_bytes(self) -> int: ...
+    @property
+    def max_headers(self) -> int: ...
+    @property
+    def max_connections_per_client(self) -> int: ...
 
 
 def uvicorn_config(
-    app: Any, *, host: str = "127.0.0.1", port: int = 0, **extra: Any
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    limits: ConnectionLimits | None = None,
+    **extra: Any,
 ) -> uvicorn.Config:
-    """The server settings every rungway process uses."""
+    """The server settings every rungway process uses; `limits` cut off slow, oversized
+    and too many client connections (see `limited_protocol`)."""
     options: dict[str, Any] = {
         "host": host,
         "port": port,
@@ -33,6 +59,8 @@ def uvicorn_config(
         "log_level": "warning",
         "timeout_graceful_shutdown": 2,
     }
+    if limits is not None:
+        options["http"] = limited_protocol(limits)
     options.update(extra)
     return uvicorn.Config(app, **options)
 
@@ -99,3 +127,177 @@ class BackgroundServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class _HeadRefused(Exception):
+    """Raised inside a parser callback to stop parsing a head that is over its limits."""
+
+
+def limited_protocol(settings: ConnectionLimits) -> type[HttpToolsProtocol]:
+    """The httptools protocol class with `settings`' deadlines and caps.
+
+    uvicorn's httptools protocol has no deadline for a request's head or body (its
+    keep-alive timer runs only between requests) and no cap on header count or size, so a
+    client that trickles bytes, or sends thousands of headers, holds a connection and its
+    memory for as long as it likes. This one adds, per connection:
+    - a head deadline from the connection's start (or the next request's first byte) to
+      the end of its headers, and a body deadline from there to the end of its body; a
+      request past either gets 408 and the connection is closed;
+    - caps on the head's size and header count, 431 beyond them, checked as bytes arrive
+      so an endless header is refused before it is held whole;
+    - a cap on open connections per client address; one more is answered 429 and closed.
+    Each answer is in the error shape of the API its path belongs to, when that is known.
+    """
+    open_by_client: dict[str, int] = {}
+
+    class LimitedHttpProtocol(HttpToolsProtocol):
+        """uvicorn's httptools protocol under the server settings' deadlines and caps."""
+
+        _timer: asyncio.TimerHandle | None = None
+        _address = ""
+        _head_open = True
+        _received = 0
+        """Bytes received since the head began, parsed or not."""
+        _head_bytes = 0
+        """Bytes of the URL and headers parsed so far."""
+        _header_count = 0
+        _refusal: tuple[int, str] | None = None
+        _refused = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            """Count the connection against its address, and start the head deadline."""
+            super().connection_made(transport)
+            self._address = self.client[0] if self.client else ""
+            count = open_by_client.get(self._address, 0) + 1
+            open_by_client[self._address] = count
+            if count > settings.max_connections_per_client:
+                self._refuse(
+                    429,
+                    f"too many connections from {self._address}: at most "
+                    f"{settings.max_connections_per_client} may be open at once",
+                )
+                return
+            self._arm(settings.header_timeout_s, "request headers", "")
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            """Release the address's count and any deadline."""
+            self._disarm()
+            left = open_by_client.get(self._address, 1) - 1
+            if left > 0:
+                open_by_client[self._address] = left
+            else:
+                open_by_client.pop(self._address, None)
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            """Parse, then refuse a head that has grown past its size without ending."""
+            if self._refused:
+                return
+            if self._head_open:
+                self._received += len(data)
+            super().data_received(data)
+            if self._head_open and self._received > settings.max_header_bytes:
+                self._refuse(431, _too_large(settings.max_header_bytes))
+
+        def on_message_begin(self) -> None:
+            """A new request: its head deadline starts with its first byte."""
+            super().on_message_begin()
+            if self._timer is None:
+                self._arm(settings.header_timeout_s, "request headers", "")
+
+        def on_url(self, url: bytes) -> None:
+            """Keep the URL within the head's size."""
+            self._count_head(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            """Keep the headers within their count and the head's size."""
+            self._header_count += 1
+            if self._header_count > settings.max_headers:
+                self._refusal = (431, f"more than {settings.max_headers} request headers")
+                raise _HeadRefused
+            self._count_head(len(name) + len(value) + 4)
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            """The head is in: the body deadline starts."""
+            self._head_open = False
+            self._received = self._head_bytes = self._header_count = 0
+            self._disarm()
+            self._arm(settings.body_timeout_s, "request body", self.url.decode("latin-1"))
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            """The body is in; the next bytes start the next request's head."""
+            self._disarm()
+            self._head_open = True
+            super().on_message_complete()
+
+        def send_400_response(self, msg: str) -> None:
+            """A head refused by a callback gets its own status; anything else the 400."""
+            if self._refusal is not None:
+                self._refuse(*self._refusal)
+            else:
+                super().send_400_response(msg)
+
+        def _count_head(self, size: int) -> None:
+            self._head_bytes += size
+            if self._head_bytes > settings.max_header_bytes:
+                self._refusal = (431, _too_large(settings.max_header_bytes))
+                raise _HeadRefused
+
+        def _arm(self, seconds: float, what: str, path: str) -> None:
+            message = f"the {what} did not arrive within {seconds:g}s"
+            self._timer = self.loop.call_later(seconds, self._late, message, path)
+
+        def _disarm(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _late(self, message: str, path: str) -> None:
+            self._timer = None
+            cycle = self.cycle
+            if cycle is not None and cycle.response_started:
+                self.transport.close()
+                return
+            self._refuse(408, message, path)
+
+        def _refuse(self, status: int, message: str, path: str = "") -> None:
+            """Answer `status` now and close the connection; the app sees a disconnect."""
+            self._disarm()
+            transport = self.transport
+            if self._refused or transport.is_closing():
+                return
+            self._refused = True
+            # The app, if it runs, reads a disconnect once the transport is closed, and
+            # whatever it writes after that goes nowhere.
+            body = _error_body(status, message, path)
+            reason = HTTPStatus(status).phrase.encode()
+            transport.write(
+                b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+                % (status, reason, len(body), body)
+            )
+            # Closing with unread bytes in the socket would reset the connection and could
+            # destroy the answer before the client reads it: stop sending, drop whatever
+            # still arrives for a moment, then close.
+            if transport.can_write_eof():
+                transport.write_eof()
+            self.loop.call_later(_LINGER_S, transport.close)
+
+    return LimitedHttpProtocol
+
+
+_LINGER_S = 1.0
+
+
+def _too_large(limit: int) -> str:
+    return f"the request's headers are over {limit} bytes"
+
+
+def _error_body(status: int, message: str, path: str) -> bytes:
+    # The API is known from the path once the head is in; before that, OpenAI's shape.
+    if path.startswith("/v1/messages"):
+        return anthropic_messages.error_body(status, message)
+    return openai_chat.error_body(status, message)

@@ -179,7 +179,9 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
         document.update(overrides)
         settings = parse_settings(document)
         gateway = build_gateway(settings, read_secrets(settings), state=state, clock=clock)
-        server = BackgroundServer(uvicorn_config(gateway.app), name="gateway-under-test")
+        server = BackgroundServer(
+            uvicorn_config(gateway.app, limits=settings.server), name="gateway-under-test"
+        )
         servers.append(server)
         return RunningGateway(server.start(), gateway, ledger_path)
 

@@ -102,7 +102,9 @@ def run(
     if then is not None:
         then(url)
     # Logging is already set up: uvicorn adds no handlers of its own.
-    server = uvicorn.Server(uvicorn_config(gateway.app, host=host, port=port, log_config=None))
+    server = uvicorn.Server(
+        uvicorn_config(gateway.app, host=host, port=port, limits=settings.server, log_config=None)
+    )
     # The server shuts down gracefully on Ctrl-C and then re-raises the signal; an
     # interrupt the user asked for is a normal end, not an error.
     with contextlib.suppress(KeyboardInterrupt):
