@@ -134,6 +134,9 @@ def _traffic(url: str, plan: SimUpstream, sims: Upstreams) -> list[str]:
         seen.append(client.post("/v1/chat/completions", json=chat).text)  # no client key
         wrong = {"authorization": "Bearer rw-not-a-client-key"}
         seen.append(client.post("/v1/chat/completions", headers=wrong, json=chat).text)
+        # The 529 rests the plan; end that rest so the next request meets the revoked login.
+        admin = {"authorization": f"Bearer {ADMIN_KEY}"}
+        assert client.post("/admin/connections/plan/clear-cooldown", headers=admin).is_success
         plan.oauth.push_fault(TokenFault(kind="invalid_grant"))
         plan.oauth.expire_access_tokens()
         seen.append(client.post("/v1/messages", headers=bob, json=claude).text)

@@ -49,10 +49,11 @@ def test_status_shows_each_rung_with_windows_countdowns_cooldowns_and_disabled(
 ) -> None:
     # The gateway reads the plan's clock, which earlier tests may have moved past START.
     gateway = start_gateway(clock=sims.plan.fake_clock)
-    sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
-        client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
+        # The plan answers once (its window is read from the headers), then a 529 rests it.
         client.messages.create(model="claude-sonnet-4-5", max_tokens=32, messages=HELLO)
+        sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+        client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
     assert httpx.post(f"{gateway.url}/admin/connections/backup/disable").is_success
 
     shown = _rungway("status", "--url", gateway.url)

@@ -148,9 +148,15 @@ def test_a_revoked_login_fails_with_how_to_re_import_it(
     assert "re-import the login: rungway connections import claude --name claude-max" in message
     assert OLD_TOKEN not in response.text
     assert REFRESH_TOKEN not in response.text
-    # Broken stays broken: no further refresh is attempted.
-    assert _send(gateway.url).status_code == 502
+    # Broken stays broken: no further refresh is attempted. The refused login rests its
+    # connection, so the next request is answered at once, still naming the fix.
+    sent = len(login_plan.requests)
+    again = _send(gateway.url)
+    assert (again.status_code, again.json()["error"]["code"]) == (429, "connections_resting")
+    assert again.headers["retry-after"] == "600"
+    assert "re-import the login: rungway connections import claude" in again.text
     assert login_plan.oauth.token_requests == 1
+    assert len(login_plan.requests) == sent
 
 
 def test_a_token_near_expiry_is_renewed_in_the_background_before_it_fails(
@@ -182,8 +188,10 @@ def test_a_throttled_refresh_is_not_retried_before_retry_after(
     first = _send(gateway.url)
     second = _send(gateway.url)
 
-    assert (first.status_code, second.status_code) == (502, 502)
+    # The refused refresh rests the connection: the second request is answered at once.
+    assert (first.status_code, second.status_code) == (502, 429)
     assert re.search(r"asked to wait (599|600)s", first.json()["error"]["message"])
+    assert second.json()["error"]["code"] == "connections_resting"
     assert login_plan.oauth.token_requests == 1
     assert store.get("claude-max").access_token == OLD_TOKEN
 

@@ -128,7 +128,10 @@ class QuotaBoard:
                 or failure.kind is FailureClass.QUOTA_EXHAUSTED
                 or until > current.until
             ):
-                self._rests[connection_id] = _Rest(until, f"{failure.kind}: {failure.message[:80]}")
+                # Long enough to keep the fix a failure names: a named model whose every
+                # connection rests is answered with this reason alone.
+                reason = f"{failure.kind}: {failure.message[:300]}"
+                self._rests[connection_id] = _Rest(until, reason)
             self._levels[connection_id] = level + 1
         if failure.kind in TRIPPING:
             self._breaker.setdefault(connection_id, Breaker()).failed(now, self._breakers)
