@@ -219,6 +219,8 @@ def _gateway_config(folder: Path, upstreams: dict[str, str], port: int, budgets:
         "ledger": {"path": str(folder / "ledger.sqlite3")},
         "connections": connections,
     }
+    # Without `--budgets` the paid rungs have no limit (the defaults would close premium).
+    config["ladder"] = {"rung_budget_usd": {"cheap": None, "premium": None}}
     if budgets:
         # Budgets too large to run out, so every request holds, settles and is journaled.
         (folder / "client.secret").write_text(BENCH_CLIENT_KEY)

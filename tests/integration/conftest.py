@@ -149,6 +149,9 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
             "timeouts": {"connect_s": 2, "first_byte_s": 1.5, "idle_s": 1.5},
             # No background polls: tests count the requests each upstream receives.
             "quota": {"poll_interval_s": 0},
+            # No rung budgets (the defaults close premium): these tests are about routing,
+            # and the budget tests pass their own `ladder`.
+            "ladder": {"rung_budget_usd": {"cheap": None, "premium": None}},
             "ledger": {"path": str(ledger_path)},
             "connections": [
                 _connection(

@@ -77,7 +77,8 @@ def world(tmp_path: Path) -> Iterator[World]:
             {
                 "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
                 "quota": {"poll_interval_s": 0},
-                "ladder": {"rung_budget_usd": {"cheap": BUDGET}},
+                # Premium without a limit: what the cheap budget cannot take moves up to it.
+                "ladder": {"rung_budget_usd": {"cheap": BUDGET, "premium": None}},
                 "connections": connections,
             }
         )

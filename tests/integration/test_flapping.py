@@ -64,7 +64,7 @@ def sims() -> Iterator[tuple[FakeClock, SimUpstream, SimUpstream]]:
 def _served(
     tmp_path: Path,
     sims: tuple[FakeClock, SimUpstream, SimUpstream],
-    ladder: dict[str, float],
+    ladder: dict[str, object],
     levels: list[float],
 ) -> list[str]:
     clock, plan, api = sims
@@ -74,7 +74,8 @@ def _served(
         {
             "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
             "quota": {"poll_interval_s": 0},
-            "ladder": ladder,
+            # The API key's premium rung without a limit: only the plan's quota moves it.
+            "ladder": {"rung_budget_usd": {"premium": None}, **ladder},
             "connections": [
                 {
                     "id": connection_id,

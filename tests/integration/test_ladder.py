@@ -107,7 +107,7 @@ def test_thrifty_on_the_openai_ingress_uses_the_cheap_rung_and_its_budget(
     assert raw.headers["x-rungway-rung"] == "cheap"
     assert raw.headers["x-rungway-connection"] in {"cheap", "backup"}
     # The plan's window stays spent; with the cheap rung closed the request goes premium.
-    closed = start_gateway(ladder={"rung_budget_usd": {"cheap": 0}})
+    closed = start_gateway(ladder={"rung_budget_usd": {"cheap": 0, "premium": None}})
     raw = _openai(closed.url).chat.completions.with_raw_response.create(
         model="auto/thrifty", messages=HELLO
     )

@@ -91,7 +91,8 @@ def test_tokens_spend_and_live_state_are_exposed(
     # On the plan's own clock, so that its window's reset lies ahead.
     # The gateway reads the plan's clock, which earlier tests may have moved past START.
     clock = sims.plan.fake_clock
-    gateway = start_gateway(ladder={"rung_budget_usd": {"cheap": 5.0}}, clock=clock)
+    ladder = {"rung_budget_usd": {"cheap": 5.0, "premium": None}}
+    gateway = start_gateway(ladder=ladder, clock=clock)
     samples = _traffic(gateway, sims)
     tokens = "rungway_tokens_total"
     for rung in ("subscription", "premium", "cheap"):

@@ -101,6 +101,8 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
             {
                 "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
                 "quota": {"poll_interval_s": poll_interval_s},
+                # The API key's premium rung without a limit: only quota moves the ladder.
+                "ladder": {"rung_budget_usd": {"premium": None}},
                 "connections": [
                     {
                         "id": "plan",

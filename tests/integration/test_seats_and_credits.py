@@ -99,6 +99,8 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
             {
                 "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
                 "quota": {"poll_interval_s": 0},
+                # The router's premium rung without a rung limit: its own credits bound it.
+                "ladder": {"rung_budget_usd": {"premium": None}},
                 "connections": [
                     {
                         "id": "seat",

@@ -154,7 +154,7 @@ def test_spend_shows_rung_and_key_budgets_used(
     monkeypatch.setenv("RUNGWAY_IT_LAPTOP", LAPTOP_KEY)
     monkeypatch.setenv("RUNGWAY_IT_CI", CI_KEY)
     gateway = start_gateway(
-        ladder={"rung_budget_usd": {"premium": 5.0}, "budget_period": "week"},
+        ladder={"rung_budget_usd": {"cheap": None, "premium": 5.0}, "budget_period": "week"},
         client_keys=[
             {
                 "name": "laptop",

@@ -26,7 +26,7 @@ def facts(
         for rung in sorted({served.rung for served in connection.models}):
             models = [served.model for served in connection.models if served.rung is rung]
             ladder[rung.label].append(f"{connection.id} ({', '.join(models)})")
-    budgets: dict[str, float] = {
+    budgets: dict[str, float | None] = {
         str(rung): usd for rung, usd in settings.ladder.rung_budget_usd.items()
     }
     return {

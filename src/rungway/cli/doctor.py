@@ -1,11 +1,12 @@
 """`rungway doctor`: check a config and what it points at, each finding with its fix.
 
-The checks: the config file (found as every command finds it) and its credentials; that
-the ledger file opens, has a schema this release knows, and no damage; that the credential
-store opens, when a connection uses it; then, for each connection, that its API answers at
-its base URL and this machine's clock agrees with the upstream's `Date` header (both from
-one request, see `probes.py`), and when its token expires (a JWT's `exp`, or a stored
-login that cannot renew itself). Nothing is written, and no credential is sent anywhere.
+The checks: the config file (found as every command finds it) and its credentials; each
+paid rung's budget (a WARN for one explicitly left without a limit); that the ledger file
+opens, has a schema this release knows, and no damage; that the credential store opens,
+when a connection uses it; then, for each connection, that its API answers at its base URL
+and this machine's clock agrees with the upstream's `Date` header (both from one request,
+see `probes.py`), and when its token expires (a JWT's `exp`, or a stored login that cannot
+renew itself). Nothing is written, and no credential is sent anywhere.
 Any FAIL makes the exit code 1.
 """
 
@@ -40,9 +41,12 @@ from rungway.config import (
 from rungway.credentials.store import CredentialStore, StoredCredential, StoreError
 from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SCHEMA_VERSION
+from rungway.routing.rungs import Rung
+from rungway.routing.settings import LadderSettings
 
 out = Console()
 EXPIRY_WARNING_S = 24 * 3600.0
+_PAID = tuple(rung for rung in Rung if rung.paid)
 
 
 def doctor(
@@ -91,8 +95,35 @@ def check_config(path: Path) -> tuple[list[Finding], Settings | None, dict[str, 
     except ConfigError as error:
         fix = "add `client_keys`, or set `server.host: 127.0.0.1`"
         findings.append(Finding(Level.FAIL, "server", str(error), fix))
+    findings.extend(budget_findings(settings.ladder))
     # With unreadable credentials (reported above) token expiry is not checked.
     return findings, settings, secrets
+
+
+def budget_findings(ladder: LadderSettings) -> list[Finding]:
+    """A WARN for each paid rung left without a limit (`null`), else one OK with the budgets."""
+    period = ladder.budget_period
+    unlimited = ladder.unlimited_paid_rungs()
+    if unlimited:
+        return [
+            Finding(
+                Level.WARN,
+                f"budget {rung.label}",
+                f"ladder.rung_budget_usd.{rung.label} is null: the {rung.label} rung spends "
+                "without limit",
+                f"set `ladder.rung_budget_usd.{rung.label}` to what it may spend each "
+                f"{period} (0 closes the rung)",
+            )
+            for rung in unlimited
+        ]
+    shown = ", ".join(_budget_text(rung, ladder.budget_for(rung), period) for rung in _PAID)
+    return [Finding(Level.OK, "budgets", shown)]
+
+
+def _budget_text(rung: Rung, budget: float | None, period: str) -> str:
+    if not budget:
+        return f"{rung.label} closed (0)"
+    return f"{rung.label} ${budget:,.2f} a {period}"
 
 
 def ledger_findings(path: Path) -> list[Finding]:

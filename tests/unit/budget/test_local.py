@@ -21,7 +21,8 @@ from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import RungSpend
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC).timestamp()
-SETTINGS = LadderSettings(rung_budget_usd={"cheap": 1.0})
+# Premium without a limit: the key-budget cases hold against the key alone there.
+SETTINGS = LadderSettings(rung_budget_usd={"cheap": 1.0, "premium": None})
 
 
 def _budget(

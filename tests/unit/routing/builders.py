@@ -37,7 +37,9 @@ from rungway.routing.snapshot import (
 NOW = datetime(2026, 8, 22, 12, 0, tzinfo=UTC).timestamp()
 API = "openai_chat"
 OTHER_API = "anthropic_messages"
-DEFAULTS = LadderSettings()
+DEFAULTS = LadderSettings(rung_budget_usd={"cheap": None, "premium": None})
+"""The default tuning without budgets: most cases are about the other gates, and the budget
+cases set their own."""
 
 SYNTHETIC_ENTRIES = (
     CatalogEntry(

@@ -352,8 +352,25 @@ def test_positive_budget_gates_on_spend_plus_reservations(
 
 
 def test_a_budget_applies_to_its_own_rung_only() -> None:
-    settings = LadderSettings(rung_budget_usd={"cheap": 0})
+    settings = LadderSettings(rung_budget_usd={"cheap": 0, "premium": None})
     assert budget_verdict(Rung.PREMIUM, settings, {}) == PASS
+
+
+def test_paid_rungs_are_budgeted_by_default_and_null_means_no_limit() -> None:
+    defaults = LadderSettings()
+    assert budget_verdict(Rung.CHEAP, defaults, {Rung.CHEAP: RungSpend(5.0)}).reason is (
+        SkipReason.BUDGET_EXHAUSTED
+    )
+    assert budget_verdict(Rung.PREMIUM, defaults, {}).reason is SkipReason.BUDGET_DISABLED
+    assert defaults.unlimited_paid_rungs() == []
+    # Naming one rung keeps the other's default; only an explicit null lifts a limit.
+    cheap_only = LadderSettings.model_validate({"rung_budget_usd": {"cheap": 20}})
+    assert cheap_only.budget_for(Rung.PREMIUM) == 0
+    open_premium = LadderSettings.model_validate({"rung_budget_usd": {"premium": None}})
+    assert open_premium.budget_for(Rung.CHEAP) == 5
+    assert open_premium.budget_for(Rung.PREMIUM) is None
+    assert open_premium.unlimited_paid_rungs() == [Rung.PREMIUM]
+    assert budget_verdict(Rung.PREMIUM, open_premium, {Rung.PREMIUM: RungSpend(1e6)}) == PASS
 
 
 # --- LadderSettings --------------------------------------------------------------------------
@@ -363,7 +380,7 @@ def test_defaults_are_the_documented_tuning() -> None:
     assert DEFAULTS.exit_cutoff_percent == 2
     assert DEFAULTS.reentry_min_remaining_percent == 5
     assert DEFAULTS.max_state_age_s == 180
-    assert DEFAULTS.rung_budget_usd == {}
+    assert LadderSettings().rung_budget_usd == {"cheap": 5.0, "premium": 0.0}
     assert DEFAULTS.budget_period == "month"
 
 
