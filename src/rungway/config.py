@@ -201,6 +201,11 @@ class TimeoutSettings(_Frozen):
     connect_s: Annotated[float, Field(gt=0)] = 10.0
     first_byte_s: Annotated[float, Field(gt=0)] = 300.0
     idle_s: Annotated[float, Field(gt=0)] = 120.0
+    first_content_s: Annotated[float, Field(gt=0)] = 300.0
+    """From a stream's response headers to its first content a user would see; keep-alive
+    pings and empty opening events do not count. Past it the stream falls through."""
+    max_stream_s: Annotated[float, Field(gt=0)] = 3600.0
+    """The longest a stream is relayed; past it, it ends with the API's error event."""
 
 
 class QuotaSettings(_Frozen):

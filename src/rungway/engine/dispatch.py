@@ -302,6 +302,8 @@ class Engine:
             translation.stream(adapter.api) if translation is not None else None,
         )
         failure = await relay.prime()
+            first_content_s=self._client.timeouts.first_content_s,
+            max_stream_s=self._client.timeouts.max_stream_s,
         if failure is not None:
             return failure
         self._quota.succeeded(connection.id)

@@ -2,8 +2,10 @@
 
 Until the first content event arrives, the relay holds back the upstream's preamble
 (`message_start`, `ping`, an empty opening chunk) so the engine can still fall through to
-another connection. From the first content event on, every event is forwarded as soon as
-it is complete; a failure after that ends the stream with the ingress API's error event.
+another connection; a stream with no content within `timeouts.first_content_s` falls
+through as a timeout. From the first content event on, every event is forwarded as soon
+as it is complete; a failure after that, or a stream still going after
+`timeouts.max_stream_s`, ends with the ingress API's error event.
 
 The stream's budget hold is settled when the stream is recorded, and the stream is
 recorded exactly once however it ends: whole, by an upstream failure, by a fault in the
@@ -12,6 +14,7 @@ gateway's own handling of an event, or by the client leaving, even before its fi
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -38,8 +41,13 @@ class StreamRelay:
         watcher: StreamWatcher,
         error_event: StreamErrorEvent,
         translate: Translate | None = None,
+        *,
+        first_content_s: float = 300.0,
+        max_stream_s: float = 3600.0,
     ) -> None:
         self._response = response
+        self._first_content_s = first_content_s
+        self._max_stream_s = max_stream_s
         self._watcher = watcher
         self._error_event = error_event
         self._translate = translate
@@ -55,7 +63,16 @@ class StreamRelay:
     async def prime(self) -> Failure | None:
         """Read up to the first content event; return the failure if one comes first."""
         try:
-            failure = await self._read_preamble()
+            # Pings reset the upstream's idle timer; only this deadline ends a stream
+            # that keeps the line alive without ever saying anything.
+            async with asyncio.timeout(self._first_content_s):
+                failure = await self._read_preamble()
+        except TimeoutError:
+            self._response.close()
+            limit = self._first_content_s
+            return Failure(
+                FailureClass.TIMEOUT, f"no content within {limit:g}s of the stream's start"
+            )
         except BaseException:
             self._response.close()
             raise
@@ -95,6 +112,7 @@ class StreamRelay:
 
     async def _events(self, ending: _Ending) -> AsyncGenerator[bytes]:
         watcher = self._watcher
+        deadline = (self.committed_at or time.perf_counter()) + self._max_stream_s
         try:
             out = self._pending
             while True:
@@ -104,6 +122,14 @@ class StreamRelay:
                 out.clear()
                 if data:
                     yield data
+                if time.perf_counter() > deadline and not ending.ended:
+                    limit = self._max_stream_s
+                    failure = Failure(
+                        FailureClass.TIMEOUT, f"the stream ran past its limit of {limit:g}s"
+                    )
+                    ending.end(failure)
+                    yield self._error_event(failure.message, failure.kind)
+                    break
                 try:
                     chunk = await self._response.next_chunk()
                 except (UpstreamTimeout, UpstreamUnreachable) as error:

@@ -84,7 +84,8 @@ class UpstreamClient:
     """A keep-alive connection pool for all upstreams."""
 
     def __init__(self, timeouts: TimeoutSettings) -> None:
-        self._timeouts = timeouts
+        self.timeouts = timeouts
+        """The timeouts in force; the stream relay reads its own two deadlines here."""
         self._session: aiohttp.ClientSession | None = None
         # Reads wait first_byte_s for the response headers; after that the connection's
         # read timeout is narrowed to idle_s for the body (see `send`).
@@ -112,7 +113,7 @@ class UpstreamClient:
         """POST `request` and return once the response headers have arrived."""
         if self._session is None:
             raise RuntimeError("UpstreamClient.start() was not called")
-        timeouts = self._timeouts
+        timeouts = self.timeouts
         try:
             response = await self._session.post(
                 request.url, data=request.body, headers=request.headers

@@ -315,6 +315,10 @@ class AnthropicDialect:
         }
         return encode_event({"type": "error", "error": error}, "error")
 
+    def keepalive_frame(self) -> bytes:
+        """Anthropic's `ping` event."""
+        return encode_event({"type": "ping"}, "ping")
+
 
 class AnthropicApi:
     """Routes requests to the Anthropic endpoints of one simulated upstream."""

@@ -84,6 +84,21 @@ class StreamErrorFault(_FaultBase):
         return stream and super().matches(model, stream)
 
 
+class StallFault(_FaultBase):
+    """Send `after_events` events of a 200 stream, then only the provider's keep-alives
+    (Anthropic's `ping` event, an SSE comment for OpenAI) every `interval_s` for up to
+    `duration_s`, then drop the connection: a stream that stays alive and says nothing."""
+
+    kind: Literal["stall"] = "stall"
+    after_events: int = Field(default=0, ge=0)
+    interval_s: float = Field(default=1.0, gt=0)
+    duration_s: float = Field(default=600.0, gt=0)
+
+    def matches(self, model: str, stream: bool) -> bool:
+        """Only a stream can stall while staying alive."""
+        return stream and super().matches(model, stream)
+
+
 class GarbageFault(_FaultBase):
     """Answer 200 with a body that is not JSON, labelled `application/json`."""
 
@@ -97,6 +112,7 @@ Fault = Annotated[
     | TimeoutFault
     | DisconnectFault
     | StreamErrorFault
+    | StallFault
     | GarbageFault,
     Field(discriminator="kind"),
 ]

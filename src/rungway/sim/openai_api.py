@@ -334,6 +334,10 @@ class OpenAIDialect:
         }
         return encode_event({"error": error})
 
+    def keepalive_frame(self) -> bytes:
+        """An SSE comment, as OpenAI-compatible servers send to keep a quiet stream open."""
+        return b": keep-alive\n\n"
+
 
 class OpenAIApi:
     """Routes requests to the OpenAI endpoints of one simulated upstream.

@@ -36,6 +36,7 @@ from rungway.sim.faults import (
     GarbageFault,
     HttpErrorFault,
     QuotaExhaustedFault,
+    StallFault,
     StreamErrorFault,
     TimeoutFault,
 )
@@ -135,6 +136,10 @@ class Dialect(Protocol):
     ) -> bytes:
         """The in-stream error event the provider sends inside a 200 stream, after `sent`
         frames of it."""
+        ...
+
+    def keepalive_frame(self) -> bytes:
+        """What the provider sends to keep a quiet stream open."""
         ...
 
 
@@ -244,7 +249,7 @@ class GenerationService:
             await self._send(send, Reply(reply.status, reply.body, reply.headers, quota))
             self._record(request, completion, delivered=True)
             return
-        cut = fault if isinstance(fault, DisconnectFault | StreamErrorFault) else None
+        cut = fault if isinstance(fault, DisconnectFault | StreamErrorFault | StallFault) else None
         delivered = await self._stream(
             scope, receive, send, request=request, completion=completion, quota=quota, cut=cut
         )
@@ -289,7 +294,7 @@ class GenerationService:
         request: GenerationRequest,
         completion: Completion,
         quota: tuple[Header, ...],
-        cut: DisconnectFault | StreamErrorFault | None,
+        cut: DisconnectFault | StreamErrorFault | StallFault | None,
     ) -> bool:
         """Stream the reply; True when it was delivered whole."""
         frames = self._dialect.stream_frames(request, completion)
@@ -308,7 +313,9 @@ class GenerationService:
                 await send_chunk(send, frame)
         elif frames:
             await send_chunk(send, b"".join(frames))
-        if isinstance(cut, DisconnectFault):
+        if isinstance(cut, StallFault):
+            await self._stall(cut, send, receive)
+        if isinstance(cut, DisconnectFault | StallFault):
             await drop_connection(scope, receive)
             return False
         if isinstance(cut, StreamErrorFault):
@@ -317,6 +324,15 @@ class GenerationService:
             return False
         await end_stream(send)
         return True
+
+    async def _stall(self, fault: StallFault, send: Send, receive: Receive) -> None:
+        """Keep-alives only, until the fault's time is up or the client leaves."""
+        frame = self._dialect.keepalive_frame()
+        deadline = asyncio.get_running_loop().time() + fault.duration_s
+        while asyncio.get_running_loop().time() < deadline:
+            await send_chunk(send, frame)
+            if await wait_for_disconnect(receive, fault.interval_s):
+                return
 
     def _record(
         self, request: GenerationRequest, completion: Completion, *, delivered: bool
