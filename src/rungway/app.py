@@ -32,7 +32,7 @@ from rungway.metrics.collector import StateCollector
 from rungway.metrics.endpoint import MetricsEndpoint
 from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
-from rungway.pricing import classify_tier
+from rungway.pricing import PriceBook, classify_tier
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import PollTarget, UsagePoller
 from rungway.routing.billing import BillingClass, Catalog, CatalogEntry
@@ -159,6 +159,7 @@ def build_gateway(
         budget=budget,
         clock=clock,
         codec_for=codec_for,
+        prices=PriceBook(settings.prices),
     )
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
@@ -234,12 +235,13 @@ def build_roster(settings: Settings) -> Roster:
     ]
     catalog = Catalog([*operator, *builtin_catalog()])
     extra = {pattern: frozenset(cats) for pattern, cats in settings.capabilities.items()}
+    prices = PriceBook(settings.prices)
     connections = []
     for config in settings.connections:
         billing = catalog.classify(config.provider, config.auth.value)
         served = []
         for model in config.models:
-            verdict = classify_tier(config.provider, model, settings.tiers)
+            verdict = classify_tier(config.provider, model, settings.tiers, prices=prices)
             price = verdict.price.input_per_mtok if verdict.price is not None else None
             served.append(
                 ServedModel(

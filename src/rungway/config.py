@@ -30,7 +30,7 @@ from rungway.credentials.store import (
     default_store_path,
     load_key,
 )
-from rungway.pricing import TierSettings
+from rungway.pricing import PriceOverride, TierSettings
 from rungway.routing.autoid import BadAutoId, Category, is_auto_id, parse_auto_id
 from rungway.routing.billing import BillingClass, Overage
 from rungway.routing.settings import LadderSettings
@@ -245,6 +245,9 @@ class Settings(_Frozen):
     server: ServerSettings = ServerSettings()
     ladder: LadderSettings = LadderSettings()
     tiers: TierSettings = TierSettings()
+    prices: dict[Annotated[str, Field(min_length=1)], PriceOverride] = Field(default_factory=dict)
+    """Per-model prices per million tokens (`provider/glob` or `glob`) over the list prices:
+    what a model without a list price costs to the budgets, the ledger and its tier."""
     billing: tuple[BillingEntryConfig, ...] = ()
     capabilities: dict[str, tuple[Category, ...]] = Field(default_factory=dict)
     timeouts: TimeoutSettings = TimeoutSettings()

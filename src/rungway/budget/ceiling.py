@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rungway.pricing import rates_for
+from rungway.pricing import PriceBook
 
 DEFAULT_OUTPUT_CEILING = 32_768
 """Output tokens assumed when a request sets no limit: the largest output most models allow."""
@@ -19,9 +19,20 @@ _BYTES_PER_TOKEN = 3
 _OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
-def cost_ceiling(provider: str, model: str, body: Mapping[str, Any], body_bytes: int) -> float:
-    """The request's maximum cost in US dollars; 0 when the model has no list price."""
-    rates = rates_for(provider, model)
+_LIST_PRICES = PriceBook()
+
+
+def cost_ceiling(
+    provider: str,
+    model: str,
+    body: Mapping[str, Any],
+    body_bytes: int,
+    *,
+    prices: PriceBook | None = None,
+) -> float:
+    """The request's maximum cost in US dollars, at the config's `prices:` where it prices
+    the model, else at list price; 0 when the model has neither."""
+    rates = (prices or _LIST_PRICES).rates(provider, model)
     if rates is None:
         return 0.0
     return rates.ceiling(body_bytes // _BYTES_PER_TOKEN + 1, output_limit(body))

@@ -46,6 +46,7 @@ from rungway.engine.upstream import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
+from rungway.pricing import PriceBook
 from rungway.protocol.errors import ERROR_BODIES, STREAM_ERROR_EVENTS
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
@@ -65,12 +66,13 @@ class Engine:
         budget: Budget,
         clock: Clock,
         codec_for: CodecFor,
+        prices: PriceBook | None = None,
     ) -> None:
         self._client = client
         self._codec_for = codec_for
         self._recorder = recorder
         self._quota = quota
-        self._spending = Spending(budget)
+        self._spending = Spending(budget, prices)
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -300,10 +302,10 @@ class Engine:
             adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk),
             STREAM_ERROR_EVENTS[call.api],
             translation.stream(adapter.api) if translation is not None else None,
-        )
-        failure = await relay.prime()
             first_content_s=self._client.timeouts.first_content_s,
             max_stream_s=self._client.timeouts.max_stream_s,
+        )
+        failure = await relay.prime()
         if failure is not None:
             return failure
         self._quota.succeeded(connection.id)

@@ -19,13 +19,14 @@ from rungway.engine.call import Call, Refusal
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
 from rungway.routing.autoid import BadAutoId, Ladder
 from rungway.routing.billing import BillingClass
+from rungway.routing.gates import price_verdict
 from rungway.routing.ladder import RouteRequest, plan_route
 from rungway.routing.named import gate_named
 from rungway.routing.plan import Candidate, RoutePlan, Skip
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
-from rungway.routing.snapshot import ConnectionState, Roster, Snapshot
+from rungway.routing.snapshot import ConnectionState, Roster, ServedModel, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +99,8 @@ class Planner:
         self._ladder = ladder
         self._connections = connections
         self._adapter_for = adapter_for
-        self._rungs = {
-            (connection.id, served.model): served.rung
+        self._served: dict[tuple[str, str], ServedModel] = {
+            (connection.id, served.model): served
             for connection in ladder.roster.connections.values()
             for served in connection.models
         }
@@ -201,13 +202,33 @@ class Planner:
         return Route(target, connection, self._adapter_for(connection.provider), rung)
 
     def _named_plan(self, resolution: Resolution) -> Plan:
-        """Every connection that serves a named model, in the configured order.
+        """Every connection that serves a named model, in the configured order, less those
+        whose budgeted paid rung cannot price it.
 
         One that speaks another API than the client's is used through translation."""
-        routes = [
-            self._route(target, self._rungs.get((target.connection_id, target.model)))
-            for target in resolution.targets
-        ]
+        routes: list[Route] = []
+        skipped: list[Skip] = []
+        for target in resolution.targets:
+            served = self._served.get((target.connection_id, target.model))
+            route = self._route(target, served.rung if served is not None else None)
+            if served is not None:
+                priced = served.input_per_mtok is not None
+                provider = route.connection.provider
+                verdict = price_verdict(
+                    served.rung, self._ladder.settings, provider, target.model, priced=priced
+                )
+                if verdict.reason is not None:
+                    skipped.append(
+                        Skip(
+                            verdict.reason,
+                            verdict.detail,
+                            target.connection_id,
+                            target.model,
+                            served.rung,
+                        )
+                    )
+                    continue
+            routes.append(route)
         candidates = tuple(
             Candidate(
                 route.connection.provider,
@@ -217,8 +238,12 @@ class Planner:
             )
             for route in routes
         )
-        route_plan = RoutePlan(resolution.requested, None, None, candidates, ())
-        return Plan.of(resolution, routes, route_plan)
+        route_plan = RoutePlan(resolution.requested, None, None, candidates, tuple(skipped))
+        if routes:
+            return Plan.of(resolution, routes, route_plan)
+        reasons = "; ".join(_describe(skip) for skip in skipped[:12])
+        message = f"no connection can serve {resolution.requested}: {reasons}"
+        return Plan.of(resolution, [], route_plan, refusal=Refusal(503, message, "no_route"))
 
 
 def _empty_pool(plan: RoutePlan, ladder: Ladder, auto_id: str, now: float) -> Refusal:

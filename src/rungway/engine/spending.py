@@ -23,7 +23,7 @@ from rungway.budget import HeldFor, Reservation, Shortfall, cost_ceiling
 from rungway.engine.call import Call, Refusal
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
-from rungway.pricing import TokenCounts, rates_for
+from rungway.pricing import PriceBook, TokenCounts
 from rungway.routing.rungs import Rung
 
 PAID_RUNGS: Final = frozenset({Rung.CHEAP, Rung.PREMIUM})
@@ -38,13 +38,15 @@ class Costs:
 
 
 NO_COST: Final = Costs(0.0, None)
+_LIST_PRICES: Final = PriceBook()
 
 
 class Spending:
     """Holds, prices and settles each attempt against the rung budgets."""
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, prices: PriceBook | None = None) -> None:
         self._budget = budget
+        self._prices = prices or PriceBook()
 
     def hold(
         self, call: Call, route: Route, sent: Mapping[str, Any], sent_bytes: int, now: float
@@ -55,7 +57,9 @@ class Spending:
             return None
         assert route.rung is not None
         connection = route.connection
-        ceiling = cost_ceiling(connection.provider, route.target.model, sent, sent_bytes)
+        ceiling = cost_ceiling(
+            connection.provider, route.target.model, sent, sent_bytes, prices=self._prices
+        )
         held_for = HeldFor(
             call.request_id,
             call.started_at,
@@ -92,7 +96,7 @@ class Spending:
         """Price the request's tokens and settle its hold to the incremental cost.
 
         `overage`: the upstream served the request past the plan's quota and billed it."""
-        costs = price(route, usage, overage=overage)
+        costs = price(route, usage, overage=overage, prices=self._prices)
         if reservation is not None:
             self._budget.settle(reservation, costs.incremental, now)
         elif costs.incremental and route.rung is not None:
@@ -100,12 +104,15 @@ class Spending:
         return costs
 
 
-def price(route: Route, usage: Usage, *, overage: bool = False) -> Costs:
-    """The request's incremental and list-price cost.
+def price(
+    route: Route, usage: Usage, *, overage: bool = False, prices: PriceBook | None = None
+) -> Costs:
+    """The request's incremental and list-price cost, at the config's `prices:` where it
+    prices the model, else at list price.
 
     A plan request served past its quota (`overage`: Claude's extra usage, Codex credits)
     is billed like a metered one, so it costs its list price."""
-    rates = rates_for(route.connection.provider, route.target.model)
+    rates = (prices or _LIST_PRICES).rates(route.connection.provider, route.target.model)
     listed = (
         None
         if rates is None

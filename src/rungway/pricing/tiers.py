@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from enum import StrEnum
-from fnmatch import fnmatchcase
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rungway.pricing.prices import KNOWN_PROVIDERS, ModelPrice, list_price
+from rungway.pricing.overrides import PriceBook, matching_key
+from rungway.pricing.prices import ModelPrice, list_price
 
 __all__ = ["Tier", "TierSettings", "TierVerdict", "classify_tier"]
 
@@ -54,15 +54,25 @@ class TierVerdict:
 
 
 def classify_tier(
-    provider: str, model: str, settings: TierSettings, *, on: date | None = None
+    provider: str,
+    model: str,
+    settings: TierSettings,
+    *,
+    on: date | None = None,
+    prices: PriceBook | None = None,
 ) -> TierVerdict:
-    """Return the tier of `model` at `provider`: overrides, then `:free`, then its list price."""
-    # The list price is looked up (memoised) even when an override decides, so that `explain`
+    """Return the tier of `model` at `provider`: overrides, then `:free`, then its price (the
+    config's `prices:` entry when `prices` has one, else its list price)."""
+    # The price is looked up (memoised) even when an override decides, so that `explain`
     # can show what the override replaced.
-    price = list_price(provider, model, on=on)
+    price = (
+        list_price(provider, model, on=on)
+        if prices is None
+        else prices.price(provider, model, on=on)
+    )
     if (tier := settings.providers.get(provider)) is not None:
         return TierVerdict(tier, price, f"override providers[{provider!r}]")
-    if (key := _matching_model_key(provider, model, settings.models)) is not None:
+    if (key := matching_key(provider, model, settings.models)) is not None:
         return TierVerdict(settings.models[key], price, f"override models[{key!r}]")
     if model.lower().endswith(":free"):
         return TierVerdict(Tier.FREE, price, "':free' variant: free")
@@ -75,19 +85,6 @@ def classify_tier(
     if price.input_per_mtok <= settings.cheap_max_input_per_mtok:
         return TierVerdict(Tier.CHEAP, price, f"{rates} ≤ {cheap_max}: cheap")
     return TierVerdict(Tier.PREMIUM, price, f"{rates} > {cheap_max}: premium")
-
-
-def _matching_model_key(provider: str, model: str, keys: dict[str, Tier]) -> str | None:
-    name = model.lower()
-    bare: list[str] = []
-    for key in keys:
-        prefix, slash, glob = key.partition("/")
-        if slash and prefix.lower() in KNOWN_PROVIDERS:
-            if prefix.lower() == provider.lower() and fnmatchcase(name, glob.lower()):
-                return key
-        else:
-            bare.append(key)
-    return next((key for key in bare if fnmatchcase(name, key.lower())), None)
 
 
 def _per_mtok(dollars: Decimal) -> str:

@@ -206,6 +206,17 @@ def budget_verdict(
     return PASS
 
 
+def price_verdict(
+    rung: Rung, settings: LadderSettings, provider: str, model: str, *, priced: bool
+) -> Verdict:
+    """A model on a paid rung with a budget needs a price: without one its hold and its cost
+    would be $0, and the budget would never bind it."""
+    if priced or not rung.paid or settings.budget_for(rung) is None:
+        return PASS
+    detail = f"no list price for {provider}/{model}: add it under `prices:` in the config"
+    return Verdict(SkipReason.UNPRICED, detail)
+
+
 def _later(candidate: Verdict, current: Verdict) -> bool:
     # An exhausted window outranks a stale or unknown one; among exhausted ones the latest
     # reset decides when the connection is usable again.

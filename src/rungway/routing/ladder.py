@@ -5,7 +5,8 @@ keeps only plan connections that are verified usable: subscription billing, a ha
 overage (the catalog's, unless the account's live flag says it bills past its quota), fresh
 quota readings above the cut-off, no cooldown and a closed breaker.
 `auto/thrifty` (fail open) keeps every rung and drops a connection only on positive
-evidence: an exhausted window, a cooldown, an open breaker, a paid rung over budget.
+evidence: an exhausted window, a cooldown, an open breaker, a paid rung over budget. A
+model without a price is left off a paid rung that has a budget, which could not bind it.
 Candidates are split per rung, so a candidate's connections all sit on its rung, and
 ordered by rung, then by score within the rung.
 
@@ -25,6 +26,7 @@ from rungway.routing.gates import (
     disabled_verdict,
     health_verdict,
     plan_verdict,
+    price_verdict,
     quota_verdict,
 )
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
@@ -233,6 +235,15 @@ class _Planner:
             rung = share.rung
             if (self.strict and rung is not Rung.SUBSCRIPTION) or rung not in self._open:
                 continue
+            if share.input_per_mtok is None and rung.paid:
+                unpriced = price_verdict(
+                    rung, self.settings, group.provider, group.model, priced=False
+                )
+                if not unpriced.passed:
+                    assert unpriced.reason is not None
+                    where = f"{group.provider}/{group.model}"
+                    self.skipped.append(Skip(unpriced.reason, unpriced.detail, None, where, rung))
+                    continue
             ids = share.connection_ids
             if plain:
                 # Groups with the same members share one id tuple: judge it once.

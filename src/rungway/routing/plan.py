@@ -26,6 +26,7 @@ class SkipReason(StrEnum):
     BREAKER_HALF_OPEN = "breaker_half_open"
     BUDGET_DISABLED = "budget_disabled"
     BUDGET_EXHAUSTED = "budget_exhausted"
+    UNPRICED = "unpriced"
     DISABLED = "disabled"
 
 

@@ -201,9 +201,13 @@ def test_case18_equal_candidates_in_one_rung_keep_roster_order() -> None:
     assert [model for model, _, _ in order(plan)] == models
 
 
+CHEAP_PRICE = {"cheap-model": 0.5}
+"""A price per million input tokens: a budget can bind only a model it can price."""
+
+
 def test_case19_budget_zero_removes_the_rung_from_thrifty() -> None:
     roster = [
-        connection("c1", "metered-co", "apikey", {"cheap-model": Tier.CHEAP}),
+        connection("c1", "metered-co", "apikey", {"cheap-model": Tier.CHEAP}, prices=CHEAP_PRICE),
         connection("c2", "metered-co", "apikey", {"premium-model": Tier.PREMIUM}),
     ]
     settings = LadderSettings(rung_budget_usd={"premium": 0})
@@ -225,7 +229,9 @@ def test_case19_budget_zero_removes_the_rung_from_thrifty() -> None:
 def test_case20_positive_budget_gates_on_spend_and_reservations(
     spend: RungSpend | None, kept: bool
 ) -> None:
-    roster = [connection("c1", "metered-co", "apikey", {"cheap-model": Tier.CHEAP})]
+    roster = [
+        connection("c1", "metered-co", "apikey", {"cheap-model": Tier.CHEAP}, prices=CHEAP_PRICE)
+    ]
     plan = route(
         "auto/thrifty",
         roster,
@@ -235,6 +241,30 @@ def test_case20_positive_budget_gates_on_spend_and_reservations(
     assert bool(plan.candidates) is kept
     if not kept:
         assert [s.reason for s in plan.skipped] == ["budget_exhausted"]
+
+
+def test_an_unpriced_model_on_a_budgeted_paid_rung_is_skipped_with_the_fix() -> None:
+    roster = [
+        connection("c1", "metered-co", "apikey", {"house-model": Tier.PREMIUM}),
+        connection("c2", "metered-co", "apikey", {"cheap-model": Tier.CHEAP}, prices=CHEAP_PRICE),
+    ]
+    budgeted = LadderSettings(rung_budget_usd={"cheap": 5.0, "premium": 20.0})
+    plan = route("auto/thrifty", roster, settings=budgeted)
+    assert order(plan) == [("cheap-model", Rung.CHEAP, ("c2",))]
+    assert [(s.reason, s.model, s.rung, s.detail) for s in plan.skipped] == [
+        (
+            "unpriced",
+            "metered-co/house-model",
+            Rung.PREMIUM,
+            "no list price for metered-co/house-model: add it under `prices:` in the config",
+        )
+    ]
+    # Without a limit on its rung there is nothing for a price to bind: it is planned.
+    unlimited = LadderSettings(rung_budget_usd={"cheap": 5.0, "premium": None})
+    assert [m for m, _, _ in order(route("auto/thrifty", roster, settings=unlimited))] == [
+        "cheap-model",
+        "house-model",
+    ]
 
 
 # --- Reset, hysteresis, rung order (cases 21-25) --------------------------------------------

@@ -364,6 +364,20 @@ def test_thrifty_drops_nothing_when_all_telemetry_is_missing(world: World) -> No
 
 @EXAMPLES
 @given(worlds())
+def test_no_model_without_a_price_is_planned_on_a_budgeted_paid_rung(world: World) -> None:
+    # A budget binds only what it can price: a $0 hold would never fill it.
+    priced = {
+        (connection.provider, served.model, served.rung): served.input_per_mtok is not None
+        for connection in world.connections
+        for served in connection.models
+    }
+    for candidate in world.plan().candidates:
+        if candidate.rung.paid and world.settings.budget_for(candidate.rung) is not None:
+            assert priced[candidate.provider, candidate.model, candidate.rung]
+
+
+@EXAMPLES
+@given(worlds())
 def test_every_wanted_connection_is_planned_or_skipped_with_a_reason(world: World) -> None:
     plan = world.plan()
     planned = {
