@@ -1,4 +1,5 @@
-"""The gates a connection passes to enter a plan: operator, quota, cooldown, breaker, budget.
+"""The gates a connection passes to enter a plan: operator, quota, cooldown, breaker, budget,
+and a price for a model on a paid rung with a budget.
 
 Each gate returns a `Verdict`: `PASS` or the reason to skip. `strict` is the
 `auto/subscription` reading of the evidence (anything unverified fails); without it, only
