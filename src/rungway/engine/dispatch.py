@@ -10,26 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import cast
 
 import orjson
 
 from rungway.adapters.base import (
-    ErrorQuota,
-    OverageHeaders,
     UpstreamRequest,
-    Usage,
-    hint_for_base_url,
-    reads_error_quota,
-    reads_overage,
     streams_only,
     whole_reply,
 )
-from rungway.budget import Reservation, Shortfall
+from rungway.budget import Shortfall
 from rungway.clock import Clock
 from rungway.credentials.redaction import redact_bytes
+from rungway.engine.answers import AnswerReader
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.giving_up import every_attempt_failed
 from rungway.engine.masking import masked
@@ -39,6 +31,7 @@ from rungway.engine.relay import StreamRelay
 from rungway.engine.second_try import Attempted, second_try
 from rungway.engine.spending import NO_COST, Spending, over_budget
 from rungway.engine.state import Budget, QuotaObserver
+from rungway.engine.trail import Trail, json_headers, ms, upstream_ms
 from rungway.engine.translation import CodecFor, Translation
 from rungway.engine.upstream import (
     UpstreamClient,
@@ -49,7 +42,6 @@ from rungway.engine.upstream import (
 from rungway.pricing import PriceBook
 from rungway.protocol.errors import ERROR_BODIES, STREAM_ERROR_EVENTS
 from rungway.protocol.failures import Failure, FailureClass
-from rungway.routing.snapshot import QuotaWindow, WindowStatus
 
 log = logging.getLogger("rungway.engine")
 
@@ -72,13 +64,14 @@ class Engine:
         self._codec_for = codec_for
         self._recorder = recorder
         self._quota = quota
+        self._answers = AnswerReader(quota)
         self._spending = Spending(budget, prices)
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def complete(self, call: Call, plan: Plan) -> Outcome:
         """Try each route in order until one answers; record the request once it has ended."""
-        trail = _Trail(call, plan)
+        trail = Trail(call, plan)
         if any(route.adapter.api is not call.api for route in plan.routes):
             try:
                 trail.translation = Translation(call.api, call.body, self._codec_for)
@@ -108,7 +101,7 @@ class Engine:
                     route.connection.id,
                     result.kind.value,
                     result.status,
-                    _ms(time.perf_counter() - started),
+                    ms(time.perf_counter() - started),
                     result.message[:300],
                 )
             )
@@ -124,7 +117,7 @@ class Engine:
                 if route.adapter.api is not call.api:
                     # The upstream's error is in its own API's shape: say it in the client's.
                     body = ERROR_BODIES[call.api](status, result.message, "invalid_request")
-                return Reply(status, _json_headers(call, route), body)
+                return Reply(status, json_headers(call, route), body)
             if result.kind is FailureClass.CONTEXT_TOO_LONG and plan.route_plan.ladder is None:
                 # A named model has no larger-context alternative on another connection.
                 break
@@ -150,10 +143,10 @@ class Engine:
             if response.status < 300 or response.status in (400, 413):
                 if response.status >= 300:
                     body = redact_bytes(body)  # an upstream's error may quote its credential
-                return Reply(response.status, _json_headers(call, route), body)
+                return Reply(response.status, json_headers(call, route), body)
         return None
 
-    async def _route(self, call: Call, route: Route, trail: _Trail) -> Attempted:
+    async def _route(self, call: Call, route: Route, trail: Trail) -> Attempted:
         """One route's attempt, and its second try when the failure allows one.
 
         Whatever happens, its hold does not outlive it unless a stream has taken it over.
@@ -176,7 +169,7 @@ class Engine:
             raise
         return result
 
-    def _broke(self, trail: _Trail, route: Route, error: str | None) -> Refusal:
+    def _broke(self, trail: Trail, route: Route, error: str | None) -> Refusal:
         """End an attempt that raised (`error` names the exception) or was cancelled (None).
 
         Its hold never outlives it: released if its request had not gone upstream, else
@@ -198,7 +191,7 @@ class Engine:
         )
         return Refusal(500, message, "gateway_error")
 
-    def _held_request(self, call: Call, route: Route, trail: _Trail) -> UpstreamRequest | Shortfall:
+    def _held_request(self, call: Call, route: Route, trail: Trail) -> UpstreamRequest | Shortfall:
         """The request for `route`, once its budget holds what it could cost."""
         translation = trail.translation if route.adapter.api is not call.api else None
         sent, sent_raw = call.body, call.raw_body
@@ -222,7 +215,7 @@ class Engine:
         trail.reservation, trail.in_flight = hold, True
         return request
 
-    async def _attempt(self, call: Call, route: Route, trail: _Trail) -> Attempted:
+    async def _attempt(self, call: Call, route: Route, trail: Trail) -> Attempted:
         adapter, connection = route.adapter, route.connection
         translation = trail.translation if adapter.api is not call.api else None
         request = self._held_request(call, route, trail)
@@ -240,15 +233,15 @@ class Engine:
         trail.reached = True
         received = self._clock.now()
         # Read at once, not with the windows: the row's price depends on it.
-        trail.overage = self._read_overage(route, response.headers)
+        trail.overage = self._answers.overage(route, response.headers)
         if response.status < 300:
             # A good answer's quota is recorded once the reply is on its way, off the
             # latency path; a failure's is recorded first, because its cooldown reads it.
             if self._loop is None:
                 self._loop = asyncio.get_running_loop()
-            self._loop.call_soon(self._read_quota, route, response.headers, received)
+            self._loop.call_soon(self._answers.quota, route, response.headers, received)
         else:
-            header_windows = self._read_quota(route, response.headers, received)
+            header_windows = self._answers.quota(route, response.headers, received)
         if call.stream and response.status == 200:
             return await self._relay(
                 call, route, trail, request=request, response=response, translation=translation
@@ -262,8 +255,14 @@ class Engine:
             return Failure(kind, str(error))
         trail.answered = time.perf_counter()
         if response.status >= 300:
-            return self._failure(
-                route, trail, response.status, response.headers, body, received, header_windows
+            return self._answers.failure(
+                route,
+                trail.spent,
+                response.status,
+                response.headers,
+                body,
+                received,
+                header_windows,
             )
         parsed = whole_reply(adapter, body)
         if isinstance(parsed, Failure):
@@ -283,13 +282,13 @@ class Engine:
         self._record(trail, route, "ok", response.status)
         # Upstream rate-limit headers describe the gateway's account, not the client's, and
         # would mislead a client the gateway is about to carry past that limit: not passed.
-        return Reply(response.status, _json_headers(call, route), body)
+        return Reply(response.status, json_headers(call, route), body)
 
     async def _relay(
         self,
         call: Call,
         route: Route,
-        trail: _Trail,
+        trail: Trail,
         *,
         request: UpstreamRequest,
         response: UpstreamResponse,
@@ -323,66 +322,10 @@ class Engine:
                 )
             self._record(trail, route, outcome, 200)
 
-        headers = _json_headers(call, route)
+        headers = json_headers(call, route)
         headers[0] = ("content-type", "text/event-stream; charset=utf-8")
         headers.append(("cache-control", "no-cache"))
         return StreamReply(headers, relay.body(finish))
-
-    def _failure(  # noqa: PLR0917 - one upstream answer, taken apart
-        self,
-        route: Route,
-        trail: _Trail,
-        status: int,
-        headers: Mapping[str, str],
-        body: bytes,
-        received: float,
-        header_windows: tuple[QuotaWindow, ...],
-    ) -> Failure:
-        """Classify a failed answer; note a connection whose quota ran out for every model."""
-        adapter = route.adapter
-        windows: tuple[QuotaWindow, ...] = header_windows
-        if reads_error_quota(adapter):
-            # Some upstreams name the exhausted window only in the error body.
-            named = cast(ErrorQuota, adapter).error_windows(
-                route.connection,
-                status=status,
-                headers=headers,
-                body=body,
-                model=route.target.model,
-                now=received,
-            )
-            if named:
-                self._quota.observe(route.connection.id, named, received)
-                windows = (*windows, *named)
-        failure = adapter.classify_failure(status, headers, body)
-        hint = hint_for_base_url(adapter, route.connection.base_url, status, body)
-        if hint is not None:
-            # The server answered, but the API is not where the base URL points.
-            failure = replace(failure, message=f"{failure.message}; {hint}")
-        if failure.kind is FailureClass.QUOTA_EXHAUSTED and _whole_connection_spent(windows):
-            # No other model on this connection can be served before the reset.
-            trail.spent.add(route.connection.id)
-        return failure
-
-    def _read_quota(
-        self, route: Route, headers: Mapping[str, str], received: float
-    ) -> tuple[QuotaWindow, ...]:
-        windows = route.adapter.read_quota(
-            route.connection, model=route.target.model, headers=headers, now=received
-        )
-        if windows:
-            self._quota.observe(route.connection.id, windows, received)
-        return windows
-
-    def _read_overage(self, route: Route, headers: Mapping[str, str]) -> bool:
-        """Note what a plan's response says of billing past its quota; True when this
-        response was billed so."""
-        if not reads_overage(route.adapter):
-            return False
-        reading = cast(OverageHeaders, route.adapter).read_overage(route.connection, headers)
-        if reading.permitted is not None:
-            self._quota.observe_overage(route.connection.id, reading.permitted, reading.in_use)
-        return reading.in_use
 
     def refused(self, call: Call, refusal: Refusal, plan: Plan | None = None) -> Refusal:
         """Record `refusal` of a well-formed request, with the plan behind it; return it."""
@@ -391,7 +334,7 @@ class Engine:
         self._recorder.record(refusal_record(call, refusal, resolved_model=resolved, plan=json))
         return refusal
 
-    def _give_up(self, trail: _Trail) -> Refusal:
+    def _give_up(self, trail: Trail) -> Refusal:
         if not trail.attempts:
             # Nothing was tried: the plan itself refused, or every paid route was over budget.
             refusal = trail.plan.refusal or over_budget(trail.shortfalls, self._clock.now())
@@ -403,7 +346,7 @@ class Engine:
 
     def _record(
         self,
-        trail: _Trail,
+        trail: Trail,
         route: Route | None,
         outcome: str,
         status: int,
@@ -437,79 +380,15 @@ class Engine:
                 outcome=outcome,
                 status=status,
                 stream=call.stream,
-                latency_ms=_ms(now - call.started),
-                ttfb_ms=_ms(trail.ttfb - call.started) if trail.ttfb else None,
+                latency_ms=ms(now - call.started),
+                ttfb_ms=ms(trail.ttfb - call.started) if trail.ttfb else None,
                 usage=trail.usage,
                 attempts=tuple(trail.attempts),
                 rung=route.rung.label if route is not None and route.rung is not None else None,
                 plan=trail.plan.route_plan_json,
                 cost_usd=costs.incremental,
                 list_cost_usd=costs.list_price,
-                upstream_ms=_upstream_ms(trail, now, served=route is not None and status < 300),
+                upstream_ms=upstream_ms(trail, now, served=route is not None and status < 300),
             ),
             settles=reservation,
         )
-
-
-@dataclass(slots=True)
-class _Trail:
-    """What one request has been through so far."""
-
-    call: Call
-    plan: Plan
-    attempts: list[Attempt] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    ttfb: float | None = None
-    sent: float = 0.0
-    """When the current attempt's request went upstream."""
-    answered: float | None = None
-    """When the current attempt's whole JSON reply had arrived (None for a stream)."""
-    reached: bool = False
-    retry_after_s: float | None = None
-    reservation: Reservation | None = None
-    """The current attempt's hold, until it is settled, released or handed to its stream."""
-    in_flight: bool = False
-    """Whether the current route's request has gone upstream (so it may be billed)."""
-    overage: bool = False
-    """Whether the current attempt's response says it was served past the plan's quota."""
-    shortfalls: list[Shortfall] = field(default_factory=list)
-    translation: Translation | None = None
-    spent: set[str] = field(default_factory=set)
-    """Connections whose quota ran out for every model during this request."""
-
-
-def _whole_connection_spent(windows: tuple[QuotaWindow, ...]) -> bool:
-    """True when a window that covers every model of the connection is exhausted."""
-    return any(
-        window.model is None
-        and (
-            window.status is WindowStatus.REJECTED
-            or (window.used_percent is not None and window.used_percent >= 100)
-        )
-        for window in windows
-    )
-
-
-def _json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
-    headers = [
-        ("content-type", "application/json"),
-        ("x-rungway-request-id", call.request_id),
-        ("x-rungway-connection", route.connection.id),
-    ]
-    if route.rung is not None:
-        headers.append(("x-rungway-rung", route.rung.label))
-    return headers
-
-
-def _upstream_ms(trail: _Trail, now: float, *, served: bool) -> float:
-    """The time spent waiting on upstreams (see `RequestRecord.upstream_ms`)."""
-    # Failed attempts are timed whole (they hold no gateway work worth separating); the
-    # serving one from its send to its whole reply, or to `now`, its stream's end.
-    waited = sum(attempt.latency_ms for attempt in trail.attempts)
-    if served:
-        waited += _ms((trail.answered or now) - trail.sent)
-    return round(waited, 3)
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)
