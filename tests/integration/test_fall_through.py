@@ -207,7 +207,7 @@ def test_when_every_connection_is_rate_limited_the_client_gets_429_and_the_wait(
     assert _attempts(row) == [("cheap", "rate_limited"), ("backup", "rate_limited")]
 
 
-def test_unreachable_upstream_falls_through_and_alone_gives_502_without_a_ledger_row(
+def test_unreachable_upstream_falls_through_and_alone_gives_502_recorded_for_explain(
     start_gateway: StartGateway, sims: Upstreams, unused_port: int
 ) -> None:
     dead = {
@@ -234,7 +234,10 @@ def test_unreachable_upstream_falls_through_and_alone_gives_502_without_a_ledger
     with pytest.raises(openai.APIStatusError, match=r"cannot connect to 127.0.0.1") as raised:
         client.chat.completions.create(model="only-dead", messages=HELLO)
     assert raised.value.status_code == 502
-    rows = gateway.rows()
-    assert [row["connection_id"] for row in rows] == ["backup"]
-    assert _attempts(rows[0]) == [("dead", "network")]
+    # Newest first. The give-up reached no upstream, and is recorded so `explain` finds it.
+    gave_up, first = gateway.rows()
+    assert [first["connection_id"], gave_up["connection_id"]] == ["backup", None]
+    assert _attempts(first) == [("dead", "network")]
+    assert (gave_up["outcome"], gave_up["status"], gave_up["cost_usd"]) == ("network", 502, 0)
+    assert _attempts(gave_up) == [("dead", "network")]
     assert httpx.get(f"{gateway.url}/healthz").json() == {"status": "ok"}

@@ -148,8 +148,11 @@ def test_a_seat_that_bills_past_its_allowance_never_serves_subscription(world: W
     assert [r.path for r in world.seat.requests] == ["/copilot_internal/user"]
     # auto/thrifty still spends the seat first: it is the subscription rung.
     assert world.send() == "seat"
-    (row,) = world.rows()
-    skipped = row["plan"]["skipped"] if row["plan"] else []
+    # Newest first: the thrifty request, then the subscription refusal it was recorded as.
+    served, refusal = world.rows()
+    assert refusal["outcome"] == "subscription_unavailable"
+    assert refusal["connection_id"] is None
+    skipped = served["plan"]["skipped"] if served["plan"] else []
     assert all(skip["connection"] != "seat" for skip in skipped)
 
 

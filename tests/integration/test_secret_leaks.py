@@ -278,7 +278,6 @@ def _echo_traffic(
     claude = {"model": CLAUDE, "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]}
     messages = {"anthropic-version": "2023-06-01"}
     admin = {"authorization": f"Bearer {ADMIN_KEY}"}
-    echo = {"echo_credential": True}
     with httpx.Client(base_url=url, timeout=10) as client:
 
         def rested(*connections: str) -> None:
@@ -288,39 +287,43 @@ def _echo_traffic(
                 assert client.post(path, headers=admin).status_code == 200
 
         # A 401 quoting the key: the request falls through to the next connection.
-        echo_openai.push_fault(HttpErrorFault(status=401, **echo))
+        echo_openai.push_fault(HttpErrorFault(status=401, echo_credential=True))
         answer = client.post("/v1/chat/completions", json=chat)
         assert answer.status_code == 200
         seen.append(answer.text)
         rested("echo-openai")
         # A 400 goes back to the client as the upstream wrote it, and as JSON.
-        echo_openai.push_fault(HttpErrorFault(status=400, message="Invalid request", **echo))
+        echo_openai.push_fault(
+            HttpErrorFault(status=400, message="Invalid request", echo_credential=True)
+        )
         answer = client.post("/v1/chat/completions", json=chat)
         assert answer.status_code == 400
         assert "Invalid request" in answer.json()["error"]["message"]
         seen.append(answer.text)
         # The same 400 through translation, in the client's own API shape.
-        echo_openai.push_fault(HttpErrorFault(status=400, message="Invalid request", **echo))
+        echo_openai.push_fault(
+            HttpErrorFault(status=400, message="Invalid request", echo_credential=True)
+        )
         answer = client.post("/v1/messages", headers=messages, json={**claude, "model": DEEPSEEK})
         assert answer.status_code == 400
         assert answer.json()["type"] == "error"
         seen.append(answer.text)
         # Every connection fails, each quoting its key: the answer names each failure.
-        echo_openai.push_fault(HttpErrorFault(status=500, **echo))
-        sims.cheap.push_fault(HttpErrorFault(status=500, **echo))
+        echo_openai.push_fault(HttpErrorFault(status=500, echo_credential=True))
+        sims.cheap.push_fault(HttpErrorFault(status=500, echo_credential=True))
         answer = client.post("/v1/chat/completions", json=chat)
         assert answer.status_code == 502
         seen.append(answer.text)
         rested("echo-openai", "cheap")
         # An error event before any content (falls through), then one after content.
-        echo_openai.push_fault(StreamErrorFault(after_events=0, **echo))
+        echo_openai.push_fault(StreamErrorFault(after_events=0, echo_credential=True))
         seen.append(client.post("/v1/chat/completions", json={**chat, "stream": True}).text)
         rested("echo-openai")
-        echo_openai.push_fault(StreamErrorFault(after_events=3, **echo))
+        echo_openai.push_fault(StreamErrorFault(after_events=3, echo_credential=True))
         seen.append(client.post("/v1/chat/completions", json={**chat, "stream": True}).text)
         rested("echo-openai")
         # An Anthropic upstream's 401 quoting the x-api-key it was sent.
-        echo_anthropic.push_fault(HttpErrorFault(status=401, **echo))
+        echo_anthropic.push_fault(HttpErrorFault(status=401, echo_credential=True))
         answer = client.post("/v1/messages", headers=messages, json=claude)
         assert answer.status_code == 200
         seen.append(answer.text)

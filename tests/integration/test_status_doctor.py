@@ -19,7 +19,7 @@ from cryptography.fernet import Fernet
 from rungway.cli.doctor import ledger_findings, token_expiry
 from rungway.cli.findings import Level
 from rungway.cli.probes import Probe, clock_skew
-from rungway.cli.status import countdown
+from rungway.cli.times import countdown
 from rungway.credentials.store import CredentialStore, StoredCredential
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.sim import HttpErrorFault
