@@ -161,14 +161,14 @@ def test_slow_clients_do_not_slow_down_another_client(start_gateway: StartGatewa
     gateway = start_gateway(server=settings)
     with httpx.Client(base_url=gateway.url) as client:
         _median_ms(client, 20)  # warm up the pools
-        # The best of three medians each way: the machine's other work is noise here.
-        unloaded = min(_median_ms(client, 50) for _ in range(3))
+        # The best of five medians each way: the machine's other work is noise here.
+        unloaded = min(_median_ms(client, 40) for _ in range(5))
         slow = [_connect(gateway.url, "127.0.0.3") for _ in range(400)]
         for number, sock in enumerate(slow):
             # Half stop inside their headers, half inside their bodies.
             sock.sendall(_head("/v1/chat/completions")[: 30 if number % 2 else None])
         time.sleep(0.5)  # the gateway has read what they sent
-        loaded = min(_median_ms(client, 50) for _ in range(3))
+        loaded = min(_median_ms(client, 40) for _ in range(5))
         for sock in slow:
             sock.close()
     print(f"median latency: unloaded {unloaded:.2f} ms, with 400 slow clients {loaded:.2f} ms")
