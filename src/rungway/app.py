@@ -23,11 +23,12 @@ from rungway.credentials.sources import login_sources
 from rungway.dashboard.pages import DashboardPages
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import LadderInputs, Planner
+from rungway.engine.record import Recorder
 from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, StateSource
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
-from rungway.logs.access import AccessLog
+from rungway.logs.access import AccessLog, AccessSink
 from rungway.metrics.collector import StateCollector
 from rungway.metrics.endpoint import MetricsEndpoint
 from rungway.metrics.recorder import MetricsRecorder
@@ -71,8 +72,10 @@ def build_gateway(
     ledger: MemoryLedger | None = None,
     clock: Clock | None = None,
     state: StateSource | None = None,
+    access: AccessSink | None = None,
 ) -> Gateway:
-    """Wire settings and secrets into a ready-to-serve gateway."""
+    """Wire settings and secrets into a ready-to-serve gateway; `access` takes an access
+    entry per request (none are made without it)."""
     install_redaction(secret.get_secret_value() for secret in secrets.values())
     sources = login_sources(settings, clock or SystemClock())
     connections = {
@@ -152,9 +155,12 @@ def build_gateway(
             rung_spend=budget.rung_spend,
         )
     )
+    recorder: Recorder = MetricsRecorder(store, metrics)
+    if access is not None:
+        recorder = AccessLog(recorder, access)
     engine = Engine(
         client=client,
-        recorder=AccessLog(MetricsRecorder(store, metrics)),
+        recorder=recorder,
         quota=observer,
         budget=budget,
         clock=clock,
@@ -208,6 +214,7 @@ def build_gateway(
         on_shutdown=shutdown,
         metrics=MetricsEndpoint(metrics.registry, secrets.get("admin")),
         dashboard=DashboardPages(),
+        access=access,
     )
     return Gateway(app, store, board, roster)
 

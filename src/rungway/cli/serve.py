@@ -92,8 +92,8 @@ def run(
 
     `then` is called with the gateway's URL after the banner, to say more before serving.
     """
-    configure(log_format, quiet=quiet)
-    gateway = build_gateway(settings, secrets)
+    writer = configure(log_format)
+    gateway = build_gateway(settings, secrets, access=None if quiet else writer.access)
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     ledger = settings.ledger.path or default_ledger_path()
@@ -107,5 +107,8 @@ def run(
     )
     # The server shuts down gracefully on Ctrl-C and then re-raises the signal; an
     # interrupt the user asked for is a normal end, not an error.
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run(sockets=[sock])
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=[sock])
+    finally:
+        writer.stop()

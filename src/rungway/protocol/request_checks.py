@@ -37,20 +37,32 @@ def encode_within_depth(body: dict[str, Any]) -> bytes | None:
     gateway routed and priced by.
     """
     # The encoder itself measures the depth, at a fraction of the cost of a walk in Python:
-    # wrapped in enough arrays, a body nested deeper than MAX_DEPTH passes its limit.
-    wrapped: object = body
-    for _ in range(_PADDING):
-        wrapped = [wrapped]
+    # placed inside enough arrays, a body nested deeper than MAX_DEPTH passes its limit.
+    # The arrays are built once; nothing awaits between placing the body and taking it out.
+    _INNERMOST[0] = body
     try:
-        encoded = orjson.dumps(wrapped)
+        encoded = orjson.dumps(_PADDED)
     except orjson.JSONEncodeError:  # parsed JSON has no other reason to fail
         return None
+    finally:
+        _INNERMOST[0] = None
     return encoded[_PADDING:-_PADDING]
 
 
 ENCODER_DEPTH: Final = 254
 """The deepest nesting orjson encodes; a unit test pins it."""
 _PADDING: Final = ENCODER_DEPTH - MAX_DEPTH
+
+
+def _arrays(depth: int) -> tuple[list[Any], list[Any]]:
+    innermost: list[Any] = [None]
+    outer = innermost
+    for _ in range(depth - 1):
+        outer = [outer]
+    return outer, innermost
+
+
+_PADDED, _INNERMOST = _arrays(_PADDING)
 
 
 def nesting_message(limit: int = MAX_DEPTH) -> str:

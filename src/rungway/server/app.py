@@ -16,7 +16,7 @@ import orjson
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
-from rungway.logs.access import log_refusal
+from rungway.logs.access import AccessSink, refusal_entry
 from rungway.protocol import anthropic_messages, openai_chat, openai_responses
 from rungway.protocol import request_checks as checks
 from rungway.protocol.api import Api
@@ -71,6 +71,7 @@ class GatewayApp:
         on_shutdown: Lifecycle,
         metrics: Handler | None = None,
         dashboard: Handler | None = None,
+        access: AccessSink | None = None,
     ) -> None:
         self._planner = planner
         self._engine = engine
@@ -78,6 +79,7 @@ class GatewayApp:
         self._rate = rate
         self._admin = admin
         self._dashboard = dashboard
+        self._access = access
         self._max_body = max_body_bytes
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
@@ -300,13 +302,16 @@ class GatewayApp:
     ) -> None:
         """Answer a request the gateway turns away itself, and log its access line."""
         await _refuse(send, api, request_id, refusal)
-        log_refusal(
-            request_id,
-            api=api.value,
-            model=model if isinstance(model, str) else None,
-            refusal=refusal,
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
+        if self._access is not None:
+            self._access(
+                refusal_entry(
+                    request_id,
+                    api=api.value,
+                    model=model if isinstance(model, str) else None,
+                    refusal=refusal,
+                    latency_ms=(time.perf_counter() - started) * 1000,
+                )
+            )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
