@@ -4,17 +4,22 @@ The engine reports what each upstream response said (its quota windows, its fail
 success); the ladder reads a `ConnectionState` per connection. A window keeps the memory
 of having been exhausted until a reading shows it back above the re-entry level: that
 memory, and nothing else, is how the ladder avoids flapping at the cut-off.
+
+Every change is also handed to a `StateStore`, and a board starts from what its store
+kept: an operator's disable, a cooldown, an open breaker and a window's exhaustion memory
+outlive a restart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota.breaker import TRIPPING, Breaker, BreakerPolicy
 from rungway.quota.cooldown import CooldownPolicy, cooldown_until
+from rungway.quota.store import SavedConnection, StateStore
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import (
     BreakerState,
@@ -40,10 +45,12 @@ class QuotaBoard:
         settings: LadderSettings,
         cooldowns: CooldownPolicy | None = None,
         breakers: BreakerPolicy | None = None,
+        store: StateStore | None = None,
     ) -> None:
         self._settings = settings
         self._cooldowns = cooldowns or CooldownPolicy()
         self._breakers = breakers or BreakerPolicy()
+        self._store = store
         self._windows: dict[str, dict[_WindowKey, QuotaWindow]] = {}
         self._rests: dict[str, _Rest] = {}
         self._levels: dict[str, int] = {}
@@ -51,9 +58,41 @@ class QuotaBoard:
         self._states: dict[str, ConnectionState] = {}
         self._overage: dict[str, bool] = {}
         self._overage_in_use: set[str] = set()
-        # Kept in memory only: a restarted gateway starts with every connection enabled.
         self._disabled: set[str] = set()
         self._now = 0.0
+
+    def restore(
+        self, saved: Mapping[str, SavedConnection], now: float, known: Collection[str]
+    ) -> None:
+        """Take up the state a store kept for the connections in `known`, less what has
+        expired by `now`; the store forgets the rest."""
+        self._now = now
+        for connection_id, kept in saved.items():
+            if connection_id not in known:
+                if self._store is not None:
+                    self._store.save(connection_id, None)
+                continue
+            state = kept.state
+            windows = {
+                (window.name, window.model): window
+                for window in state.windows
+                if self._still_tells(window, now)
+            }
+            if windows:
+                self._windows[connection_id] = windows
+            if state.cooldown_until is not None and state.cooldown_until > now:
+                self._rests[connection_id] = _Rest(state.cooldown_until, state.cooldown_reason)
+            if kept.breaker_failures or kept.breaker_opened_at is not None:
+                self._breaker[connection_id] = Breaker(
+                    kept.breaker_failures, kept.breaker_opened_at
+                )
+            if state.overage_permitted is not None:
+                self._overage[connection_id] = state.overage_permitted
+            if state.overage_in_use:
+                self._overage_in_use.add(connection_id)
+            if state.disabled:
+                self._disabled.add(connection_id)
+            self._rebuild(connection_id)
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
         """A read-only view of the states at `now` (each state itself is immutable)."""
@@ -186,6 +225,13 @@ class QuotaBoard:
             return False
         return previous.was_exhausted
 
+    def _still_tells(self, window: QuotaWindow, now: float) -> bool:
+        # A window whose reset has passed says nothing of the new period, and an old
+        # reading without a reset instant is stale unless it remembers an exhaustion.
+        if window.resets_at is not None:
+            return window.resets_at > now
+        return window.was_exhausted or now - window.checked_at <= self._settings.max_state_age_s
+
     def _only_models_exhausted(self, connection_id: str, now: float) -> bool:
         exhausted = [
             window
@@ -228,3 +274,13 @@ class QuotaBoard:
             self._states.pop(connection_id, None)
         else:
             self._states[connection_id] = state
+        if self._store is not None:
+            # One object and a queue put: the store encodes and writes it off this thread.
+            failures = breaker.failures if breaker is not None else 0
+            opened_at = breaker.opened_at if breaker is not None else None
+            self._store.save(
+                connection_id,
+                None
+                if connection_id not in self._states and not failures
+                else SavedConnection(state, failures, opened_at),
+            )
