@@ -35,7 +35,9 @@ from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
 from rungway.pricing import PriceBook, classify_tier
 from rungway.quota.board import QuotaBoard
+from rungway.quota.embedded import open_state_store, state_path
 from rungway.quota.poller import PollTarget, UsagePoller
+from rungway.quota.store import MemoryStateStore, StateStore
 from rungway.routing.billing import BillingClass, Catalog, CatalogEntry
 from rungway.routing.capabilities import model_categories
 from rungway.routing.resolve import ConnectionFacts, ModelTable
@@ -95,7 +97,9 @@ def build_gateway(
         (ConnectionFacts(c.id, c.provider, c.models) for c in connections.values()),
         settings.aliases,
     )
-    store = ledger or SqliteLedger(settings.ledger.path or default_ledger_path())
+    ledger_path = settings.ledger.path or default_ledger_path()
+    ledger_existed = ledger is None and ledger_path.exists()
+    store = ledger or SqliteLedger(ledger_path)
     client = UpstreamClient(settings.timeouts)
     clock = clock or SystemClock()
     # The board learns from traffic and from the plans' usage endpoints; a test may
@@ -104,8 +108,12 @@ def build_gateway(
     poller: UsagePoller | None = None
     observer: QuotaObserver
     verifier: QuotaVerifier
+    kept: StateStore | None = None
+    roster = build_roster(settings)
     if state is None:
-        board = QuotaBoard(settings.ladder)
+        kept = _state_store(settings, store, ledger_existed=ledger_existed)
+        board = QuotaBoard(settings.ladder, store=kept)
+        board.restore(kept.load(), clock.now(), roster.connections)
         poller = UsagePoller(
             board,
             _usage_targets(connections.values()),
@@ -118,7 +126,6 @@ def build_gateway(
         state, observer, verifier = board, board, poller
     else:
         observer = verifier = NoTelemetry()
-    roster = build_roster(settings)
     # A SQLite ledger journals reservations and hands back those a crash left open.
     budget = LocalBudget(
         settings.ladder,
@@ -184,6 +191,8 @@ def build_gateway(
             task.cancel()
         await client.close()
         store.close()
+        if kept is not None:
+            kept.close()
 
     app = GatewayApp(
         planner=planner,
@@ -266,6 +275,19 @@ def build_roster(settings: Settings) -> Roster:
             )
         )
     return Roster(connections)
+
+
+def _state_store(
+    settings: Settings, ledger: SqliteLedger | MemoryLedger, *, ledger_existed: bool
+) -> StateStore:
+    # The embedded store follows a ledger on disk; a ledger in memory (a test's) keeps
+    # the quota state in memory too unless the config names a file for it.
+    path = settings.state.path
+    if path is None and isinstance(ledger, SqliteLedger):
+        path = state_path(ledger.path)
+    if settings.state.store == "memory" or path is None:
+        return MemoryStateStore()
+    return open_state_store(path.expanduser(), expected=ledger_existed)
 
 
 def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:

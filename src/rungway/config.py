@@ -229,6 +229,15 @@ class LedgerSettings(_Frozen):
     path: Path | None = None
 
 
+class StateSettings(_Frozen):
+    """Where the quota board's live state (readings, cooldowns, breakers, disables) is kept
+    between runs: `embedded`, a SQLite file beside the ledger, or `memory`, forgotten."""
+
+    store: Literal["embedded", "memory"] = "embedded"
+    path: Path | None = None
+    """The embedded store's file; by default `<ledger>.state` beside the ledger."""
+
+
 class BillingEntryConfig(_Frozen):
     """An operator's billing catalog entry; it wins over the built-in ones."""
 
@@ -252,6 +261,7 @@ class Settings(_Frozen):
     capabilities: dict[str, tuple[Category, ...]] = Field(default_factory=dict)
     timeouts: TimeoutSettings = TimeoutSettings()
     ledger: LedgerSettings = LedgerSettings()
+    state: StateSettings = StateSettings()
     quota: QuotaSettings = QuotaSettings()
     admin: AdminSettings = AdminSettings()
     credentials: CredentialStoreSettings = CredentialStoreSettings()

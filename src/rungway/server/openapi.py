@@ -333,7 +333,7 @@ SCHEMA: dict[str, Any] = {
         ),
         "/admin/connections/{connection_id}/disable": _action(
             "disableConnection",
-            "Take a connection out of the ladder until it is enabled (kept in memory only).",
+            "Take a connection out of the ladder until it is enabled, across restarts.",
             _ref("Switched"),
         ),
         "/admin/connections/{connection_id}/enable": _action(
