@@ -140,19 +140,10 @@ def _tools(tools: list[dict[str, Any]] | None) -> str | None:
             return f"`{at}.function` must be an object"
         if not isinstance(function.get("name"), str) or not function["name"]:
             return f"`{at}.function.name` is required (a non-empty string)"
-        for name, check in _FUNCTION_FIELDS.items():
-            value = function.get(name)
-            problem = None if value is None else check(value)
-            if problem is not None:
-                return f"`{at}.function.{name}` {problem}"
+        problem = checks.function_fields(function, f"{at}.function")
+        if problem is not None:
+            return problem
     return None
-
-
-_FUNCTION_FIELDS: dict[str, checks.Check] = {
-    "description": checks.string,
-    "parameters": checks.mapping,
-    "strict": checks.boolean,
-}
 
 
 def _tool_choice(choice: object) -> str | None:

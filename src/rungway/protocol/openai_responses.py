@@ -149,19 +149,10 @@ def _tools(tools: list[dict[str, Any]] | None) -> str | None:
         fields = tool["function"] if isinstance(tool.get("function"), dict) else tool
         if not isinstance(fields.get("name"), str) or not fields["name"]:
             return f"`{at}.name` is required (a non-empty string)"
-        for name, check in _FUNCTION_FIELDS.items():
-            value = fields.get(name)
-            problem = None if value is None else check(value)
-            if problem is not None:
-                return f"`{at}.{name}` {problem}"
+        problem = checks.function_fields(fields, at)
+        if problem is not None:
+            return problem
     return None
-
-
-_FUNCTION_FIELDS: dict[str, checks.Check] = {
-    "description": checks.string,
-    "parameters": checks.mapping,
-    "strict": checks.boolean,
-}
 
 
 def _tool_choice(choice: object) -> str | None:

@@ -8,7 +8,7 @@ is fine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import orjson
@@ -167,4 +167,22 @@ def first_problem(body: dict[str, Any], checks: dict[str, Check]) -> tuple[str, 
             problem = check(value)
             if problem is not None:
                 return name, problem
+    return None
+
+
+FUNCTION_FIELDS: Final[dict[str, Check]] = {
+    "description": string,
+    "parameters": mapping,
+    "strict": boolean,
+}
+"""A function tool's optional fields the gateway translates, in Chat and Responses alike."""
+
+
+def function_fields(fields: Mapping[str, Any], at: str) -> str | None:
+    """What is wrong with a function tool's optional fields, named from `at`; else None."""
+    for name, check in FUNCTION_FIELDS.items():
+        value = fields.get(name)
+        problem = None if value is None else check(value)
+        if problem is not None:
+            return f"`{at}.{name}` {problem}"
     return None
