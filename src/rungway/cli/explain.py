@@ -26,7 +26,7 @@ from rungway.cli.config_file import ConfigOption, find_config
 from rungway.cli.times import iso_time
 from rungway.config import ConfigError, load_settings
 from rungway.ledger.sqlite import read_matching
-from rungway.server.requests import MAX_MATCHES
+from rungway.server.requests import MAX_MATCHES, request_detail
 
 out = Console()
 err = Console(stderr=True)
@@ -88,7 +88,7 @@ def _from_file(prefix: str, path: Path) -> None:
         raise typer.Exit(1)
     if len(rows) > 1:
         _list_matches(prefix, rows[:MAX_MATCHES], more=len(rows) > MAX_MATCHES)
-    _render(_summary_shape(rows[0]))
+    _render(request_detail(rows[0]))
 
 
 def _list_matches(prefix: str, rows: list[dict[str, Any]], *, more: bool) -> NoReturn:
@@ -109,20 +109,6 @@ def _list_matches(prefix: str, rows: list[dict[str, Any]], *, more: bool) -> NoR
         )
     err.print(table)
     raise typer.Exit(1)
-
-
-def _summary_shape(row: dict[str, Any]) -> dict[str, Any]:
-    """A ledger file's row in the admin API's shape, which `_render` reads."""
-    return {
-        **row,
-        "tokens": {
-            "input": row["input_tokens"],
-            "output": row["output_tokens"],
-            "cache_read": row["cache_read_tokens"],
-            "cache_write": row["cache_write_tokens"],
-            "reasoning": row["reasoning_tokens"],
-        },
-    }
 
 
 def _usd(amount: float | None) -> str:
