@@ -126,7 +126,8 @@ def build_gateway(
         state, observer, verifier = board, board, poller
     else:
         observer = verifier = NoTelemetry()
-    # A SQLite ledger journals reservations and hands back those a crash left open.
+    # A SQLite ledger journals reservations; those a crash left open it has already
+    # turned into `unrecorded` rows, which the budget reads as spend.
     budget = LocalBudget(
         settings.ladder,
         store.spent_since,
@@ -136,7 +137,6 @@ def build_gateway(
             if key.budget_usd is not None
         ],
         log=store if isinstance(store, SqliteLedger) else None,
-        recovered=store.journal.open_reservations() if isinstance(store, SqliteLedger) else (),
     )
     planner = Planner(
         table=table,

@@ -109,7 +109,6 @@ class LocalBudget:
         *,
         keys: Iterable[KeyBudget] = (),
         log: ReservationLog | None = None,
-        recovered: Iterable[Reservation] = (),
     ) -> None:
         self._settings = settings
         self._spent_since = spent_since
@@ -119,7 +118,7 @@ class LocalBudget:
             rung: _Account(settings.budget_for(rung), settings.budget_period) for rung in Rung
         }
         self._keys = {key.name: _Account(key.budget_usd, key.period) for key in keys}
-        self._open: dict[int, Reservation] = {held.id: held for held in recovered}
+        self._open: dict[int, Reservation] = {}
         # Ids must not repeat across restarts: the log may still hold the last run's.
         self._ids = itertools.count(secrets.randbits(48) << 12)
 

@@ -31,7 +31,6 @@ def _budget(
     settings: LadderSettings = SETTINGS,
     keys: tuple[KeyBudget, ...] = (),
     log: ReservationLog | None = None,
-    recovered: tuple[Reservation, ...] = (),
 ) -> LocalBudget:
     def spent_since(since: float, by: Grouping) -> dict[str, float]:
         return {
@@ -40,7 +39,7 @@ def _budget(
             if name.startswith(f"{by}:")
         }
 
-    return LocalBudget(settings, spent_since, keys=keys, log=log, recovered=recovered)
+    return LocalBudget(settings, spent_since, keys=keys, log=log)
 
 
 def test_holds_fill_a_budget_and_no_further() -> None:
@@ -167,12 +166,3 @@ def test_reservations_are_written_down_before_use_and_struck_out_after() -> None
     assert kept.id in log.open
     budget.rung_spend(NOW + 60)
     assert left.id not in log.open
-
-
-def test_reservations_left_by_a_crash_are_held_until_they_expire() -> None:
-    orphan = Reservation(7, Rung.CHEAP, "alice", 0.4, expires_at=NOW + 30)
-    budget = _budget(keys=KEYS, recovered=(orphan,))
-    assert budget.rung_spend(NOW)[Rung.CHEAP] == RungSpend(0.0, 0.4)
-    assert isinstance(budget.reserve(Rung.CHEAP, "alice", 0.2, NOW), Shortfall)
-    assert budget.rung_spend(NOW + 30) == {}
-    assert isinstance(budget.reserve(Rung.CHEAP, "alice", 0.2, NOW + 30), Reservation)
