@@ -141,8 +141,18 @@ def test_one_address_may_hold_only_so_many_connections(start_gateway: StartGatew
     assert "too many connections from 127.0.0.2" in orjson.loads(body)["error"]["message"]
     # Another address is not held up by it.
     assert httpx.get(f"{gateway.url}/healthz").status_code == 200
+    # Clients that hang up give their places back.
     for sock in held:
         sock.close()
+    deadline = time.monotonic() + 5
+    while True:
+        again = _connect(gateway.url, "127.0.0.2")
+        again.sendall(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n")
+        status, _ = _answer(again)
+        if status == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert status == 200
 
 
 def _times_ms(client: httpx.Client, count: int) -> list[float]:
