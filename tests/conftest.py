@@ -29,3 +29,7 @@ def _sdk_clients_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     for client in made:
         client.close()
+
+
+# The real Redis and PostgreSQL, isolated per test (tests/services.py).
+pytest_plugins = ["tests.services"]

@@ -223,19 +223,59 @@ class AdminSettings(_Frozen):
     key: CredentialRef | None = None
 
 
+class PostgresSettings(_Frozen):
+    """A PostgreSQL database the ledger's rows drain into, shared by every replica."""
+
+    dsn: str | CredentialRef
+    """`postgresql://user@host:port/db`; a DSN with a password belongs in `{env: VAR}` or
+    `{file: PATH}`, never in the file itself."""
+    db_schema: Annotated[
+        str, Field(alias="schema", pattern=r"^[a-z_][a-z0-9_]*$", max_length=63)
+    ] = "public"
+    """The schema the ledger's tables live in."""
+
+
 class LedgerSettings(_Frozen):
-    """Where the request ledger is kept; by default under the user's data directory."""
+    """Where the request ledger is kept: a SQLite file, by default under the user's data
+    directory; with `postgres`, that file is this process's journal and its rows drain
+    into PostgreSQL, where every report reads them."""
 
     path: Path | None = None
+    postgres: PostgresSettings | None = None
+
+
+class RedisSettings(_Frozen):
+    """A Redis server that shares live state, budgets and rate windows between processes."""
+
+    url: str | CredentialRef = "redis://127.0.0.1:6379/0"
+    """`redis://[user:password@]host:port/db`; one with a password belongs in `{env: VAR}`
+    or `{file: PATH}`."""
+    prefix: Annotated[str, Field(pattern=NAME, max_length=64)] = "rungway"
+    """Every key starts with `<prefix>:`, so several gateways (or test runs) share one Redis."""
+    timeout_s: Annotated[float, Field(gt=0, le=10)] = 0.5
+    """How long one Redis command may take before the store counts as unreachable."""
 
 
 class StateSettings(_Frozen):
-    """Where the quota board's live state (readings, cooldowns, breakers, disables) is kept
-    between runs: `embedded`, a SQLite file beside the ledger, or `memory`, forgotten."""
+    """Where the live state (readings, cooldowns, breakers, disables; with Redis, also
+    budget holds and rate windows) is kept: `embedded`, a SQLite file beside the ledger, for
+    one process; `redis`, shared by every worker and replica; or `memory`, forgotten."""
 
-    store: Literal["embedded", "memory"] = "embedded"
+    store: Literal["embedded", "memory", "redis"] = "embedded"
     path: Path | None = None
     """The embedded store's file; by default `<ledger>.state` beside the ledger."""
+    redis: RedisSettings | None = None
+    """Required with `store: redis`."""
+
+    @model_validator(mode="after")
+    def _redis_named(self) -> StateSettings:
+        if self.store == "redis" and self.redis is None:
+            raise ValueError("`store: redis` needs a `redis:` section with at least its `url`")
+        if self.store != "redis" and self.redis is not None:
+            raise ValueError(
+                f"a `redis:` section is set but `store` is {self.store!r}; set `store: redis`"
+            )
+        return self
 
 
 class BillingEntryConfig(_Frozen):
@@ -334,7 +374,8 @@ def parse_settings(raw: Any, source: str = "<config>") -> Settings:
 
 
 def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, SecretStr]:
-    """Read every referenced secret once: `connection:<id>`, `client:<name>` and `admin`."""
+    """Read every referenced secret once: `connection:<id>`, `client:<name>`, `admin`, and
+    the `redis` URL and `postgres` DSN when the config names them."""
     secrets: dict[str, SecretStr] = {}
     problems: list[str] = []
     store: CredentialStore | None = None
@@ -362,9 +403,32 @@ def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, Secr
             secrets["admin"] = settings.admin.key.read()
         except ValueError as error:
             problems.append(f"  admin.key: {error}")
+    _read_shared(settings, store, secrets, problems)
     if problems:
         raise ConfigError(f"{source}: cannot read credentials\n" + "\n".join(problems))
     return secrets
+
+
+def _read_shared(
+    settings: Settings,
+    store: CredentialStore | None,
+    secrets: dict[str, SecretStr],
+    problems: list[str],
+) -> None:
+    # The Redis URL and the PostgreSQL DSN may carry a password: secrets either way.
+    redis, postgres = settings.state.redis, settings.ledger.postgres
+    shared = {
+        "redis": ("state.redis.url", redis.url if redis is not None else None),
+        "postgres": ("ledger.postgres.dsn", postgres.dsn if postgres is not None else None),
+    }
+    for name, (where, value) in shared.items():
+        if isinstance(value, CredentialRef):
+            try:
+                secrets[name] = value.read(store)
+            except ValueError as error:
+                problems.append(f"  {where}: {error}")
+        elif value:
+            secrets[name] = SecretStr(value)
 
 
 def check_bind(host: str, settings: Settings) -> None:
