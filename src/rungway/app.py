@@ -17,6 +17,8 @@ from rungway.adapters.base import Connection, UsageEndpoint
 from rungway.adapters.registry import provider_entry
 from rungway.budget import KeyBudget, LocalBudget
 from rungway.clock import Clock, SystemClock
+from rungway.cluster.health import StoreHealth
+from rungway.cluster.link import RedisLink
 from rungway.config import Settings
 from rungway.credentials.redaction import install_redaction
 from rungway.credentials.sources import login_sources
@@ -65,6 +67,8 @@ class Gateway:
     """The live quota, cooldown and breaker state (None when a test supplies its own)."""
     roster: Roster
     """Which connection serves which model on which rung."""
+    link: RedisLink | None = None
+    """The cluster's shared Redis (None for a lone gateway with the embedded store)."""
 
 
 def build_gateway(
@@ -102,30 +106,28 @@ def build_gateway(
     store = ledger or SqliteLedger(ledger_path)
     client = UpstreamClient(settings.timeouts)
     clock = clock or SystemClock()
+    link = _redis_link(settings, secrets)
+    roster = build_roster(settings)
     # The board learns from traffic and from the plans' usage endpoints; a test may
     # instead supply fixed readings as `state`, which then nothing updates.
-    board: QuotaBoard | None = None
-    poller: UsagePoller | None = None
+    quota: _LiveQuota | None = None
     observer: QuotaObserver
     verifier: QuotaVerifier
-    kept: StateStore | None = None
-    roster = build_roster(settings)
     if state is None:
-        kept = _state_store(settings, store, ledger_existed=ledger_existed)
-        board = QuotaBoard(settings.ladder, store=kept)
-        board.restore(kept.load(), clock.now(), roster.connections)
-        poller = UsagePoller(
-            board,
-            _usage_targets(connections.values()),
-            client.get,
-            clock,
-            settings.ladder,
-            interval_s=settings.quota.poll_interval_s,
-            deadline_s=settings.quota.inline_deadline_s,
+        quota = _live_quota(
+            settings,
+            connections=connections,
+            roster=roster,
+            ledger=store,
+            client=client,
+            clock=clock,
+            ledger_existed=ledger_existed,
         )
-        state, observer, verifier = board, board, poller
+        state, observer, verifier = quota.board, quota.board, quota.poller
     else:
         observer = verifier = NoTelemetry()
+    board = quota.board if quota is not None else None
+    poller = quota.poller if quota is not None else None
     # A SQLite ledger journals reservations; those a crash left open it has already
     # turned into `unrecorded` rows, which the budget reads as spend.
     budget = LocalBudget(
@@ -180,6 +182,9 @@ def build_gateway(
 
     async def startup() -> None:
         await client.start()
+        if link is not None:
+            # Never raises: an unreachable Redis leaves the store degraded until it answers.
+            await link.start()
         # Read this period's settled spend from the ledger now, not on the first request.
         budget.prime(clock.now())
         if poller is not None and settings.quota.poll_interval_s > 0:
@@ -190,9 +195,11 @@ def build_gateway(
         for task in background:
             task.cancel()
         await client.close()
+        if link is not None:
+            await link.close()
         store.close()
-        if kept is not None:
-            kept.close()
+        if quota is not None:
+            quota.kept.close()
 
     app = GatewayApp(
         planner=planner,
@@ -224,8 +231,41 @@ def build_gateway(
         metrics=MetricsEndpoint(metrics.registry, secrets.get("admin")),
         dashboard=DashboardPages(),
         access=access,
+        health=lambda: _health(link),
     )
-    return Gateway(app, store, board, roster)
+    return Gateway(app, store, board, roster, link)
+
+
+@dataclass(frozen=True, slots=True)
+class _LiveQuota:
+    board: QuotaBoard
+    poller: UsagePoller
+    kept: StateStore
+
+
+def _live_quota(
+    settings: Settings,
+    *,
+    connections: dict[str, Connection],
+    roster: Roster,
+    ledger: SqliteLedger | MemoryLedger,
+    client: UpstreamClient,
+    clock: Clock,
+    ledger_existed: bool,
+) -> _LiveQuota:
+    kept = _state_store(settings, ledger, ledger_existed=ledger_existed)
+    board = QuotaBoard(settings.ladder, store=kept)
+    board.restore(kept.load(), clock.now(), roster.connections)
+    poller = UsagePoller(
+        board,
+        _usage_targets(connections.values()),
+        client.get,
+        clock,
+        settings.ladder,
+        interval_s=settings.quota.poll_interval_s,
+        deadline_s=settings.quota.inline_deadline_s,
+    )
+    return _LiveQuota(board, poller, kept)
 
 
 def builtin_catalog() -> list[CatalogEntry]:
@@ -288,6 +328,17 @@ def _state_store(
     if settings.state.store == "memory" or path is None:
         return MemoryStateStore()
     return open_state_store(path.expanduser(), expected=ledger_existed)
+
+
+def _redis_link(settings: Settings, secrets: dict[str, SecretStr]) -> RedisLink | None:
+    redis = settings.state.redis
+    if settings.state.store != "redis" or redis is None:
+        return None
+    return RedisLink(secrets["redis"].get_secret_value(), redis.prefix, timeout_s=redis.timeout_s)
+
+
+def _health(link: RedisLink | None) -> list[StoreHealth]:
+    return [link.health()] if link is not None else []
 
 
 def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:

@@ -16,10 +16,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
+
+from rungway.cluster.health import StoreHealth
 
 log = logging.getLogger("rungway.cluster")
 
@@ -28,16 +29,6 @@ Joined = Callable[[], Awaitable[None]]
 
 UNREACHABLE: tuple[type[BaseException], ...] = (RedisError, OSError, asyncio.TimeoutError)
 """What a command raises when Redis does not answer (refused, reset, timed out)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LinkHealth:
-    """What `/healthz`, `rungway status` and `rungway doctor` show of the shared store."""
-
-    store: str
-    up: bool
-    detail: str
-    """The address (never a password) and, when down, since when and why."""
 
 
 class RedisLink:
@@ -84,13 +75,13 @@ class RedisLink:
         """Run `callback` each time the link joins (or rejoins) Redis."""
         self._joined.append(callback)
 
-    def health(self) -> LinkHealth:
+    def health(self) -> StoreHealth:
         """The store's health as the operator should see it."""
         if self._up:
-            return LinkHealth("redis", True, f"redis at {self.address}")
+            return StoreHealth("redis", True, f"redis at {self.address}")
         since = self._down_since or time.time()
         ago = max(0, round(time.time() - since))
-        return LinkHealth(
+        return StoreHealth(
             "redis",
             False,
             f"redis at {self.address} unreachable for {ago}s ({self._error}); "

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from rungway.cluster.health import HealthOf
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
@@ -72,8 +73,10 @@ class GatewayApp:
         metrics: Handler | None = None,
         dashboard: Handler | None = None,
         access: AccessSink | None = None,
+        health: HealthOf = tuple,
     ) -> None:
         self._planner = planner
+        self._health_of = health
         self._engine = engine
         self._keys = keys
         self._rate = rate
@@ -275,7 +278,15 @@ class GatewayApp:
         await send_reply(send, 200, _base_headers(request_id), body)
 
     async def _health(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send_reply(send, 200, [("content-type", "application/json")], b'{"status":"ok"}')
+        # Degraded still answers 200: the gateway serves, on what it can reach.
+        stores = [
+            {"store": each.store, "up": each.up, "detail": each.detail}
+            for each in self._health_of()
+        ]
+        body: dict[str, Any] = {"status": "ok" if all(s["up"] for s in stores) else "degraded"}
+        if stores:
+            body["stores"] = stores
+        await send_reply(send, 200, [("content-type", "application/json")], orjson.dumps(body))
 
     async def _no_route(self, scope: Scope, send: Send, path: str) -> None:
         headers = request_headers(scope)
