@@ -79,9 +79,11 @@ def build_gateway(
     clock: Clock | None = None,
     state: StateSource | None = None,
     access: AccessSink | None = None,
+    worker: int = 0,
 ) -> Gateway:
     """Wire settings and secrets into a ready-to-serve gateway; `access` takes an access
-    entry per request (none are made without it)."""
+    entry per request (none are made without it); `worker` numbers the process among
+    `serve --workers` (each keeps a money journal of its own)."""
     install_redaction(secret.get_secret_value() for secret in secrets.values())
     sources = login_sources(settings, clock or SystemClock())
     connections = {
@@ -103,7 +105,7 @@ def build_gateway(
     )
     ledger_path = settings.ledger.path or default_ledger_path()
     ledger_existed = ledger is None and ledger_path.exists()
-    store = ledger or SqliteLedger(ledger_path)
+    store = ledger or SqliteLedger(ledger_path, worker=worker)
     client = UpstreamClient(settings.timeouts)
     clock = clock or SystemClock()
     link = _redis_link(settings, secrets)

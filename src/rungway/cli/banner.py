@@ -18,7 +18,13 @@ log = logging.getLogger("rungway.serve")
 
 
 def facts(
-    settings: Settings, roster: Roster, url: str, config: Path | None, ledger: Path
+    settings: Settings,
+    roster: Roster,
+    url: str,
+    config: Path | None,
+    ledger: Path,
+    *,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """The start-up facts, as the JSON line carries them and the banner shows them."""
     ladder: dict[str, list[str]] = {rung.label: [] for rung in Rung}
@@ -34,6 +40,8 @@ def facts(
         "url": url,
         "config": str(config) if config is not None else None,
         "ledger": str(ledger),
+        "state": _state(settings),
+        "workers": workers,
         "ladder": ladder,
         "budgets": {rung.label: budgets.get(rung.label) for rung in Rung if rung.paid},
         "budget_period": settings.ladder.budget_period,
@@ -56,7 +64,10 @@ def _text(facts: dict[str, Any]) -> str:
         f"[bold]rungway {facts['version']}[/] listening on [bold cyan]{facts['url']}[/]",
         f"  [bold]config[/]     {escape(facts['config'] or 'none')}",
         f"  [bold]ledger[/]     {escape(facts['ledger'])}",
+        f"  [bold]state[/]      {escape(facts['state'])}",
     ]
+    if facts["workers"] > 1:
+        lines.append(f"  [bold]workers[/]    {facts['workers']} processes")
     width = max(len(rung) for rung in facts["ladder"])
     for index, (rung, members) in enumerate(facts["ladder"].items()):
         label = "  [bold]ladder[/]     " if index == 0 else " " * 13
@@ -71,6 +82,17 @@ def _text(facts: dict[str, Any]) -> str:
         f"  [bold]metrics[/]    {facts['metrics']}",
     ]
     return "\n".join(lines)
+
+
+def _state(settings: Settings) -> str:
+    state = settings.state
+    if state.store == "redis" and state.redis is not None:
+        shared = f"redis, keys under {state.redis.prefix}:"
+        postgres = settings.ledger.postgres
+        return shared + ("; ledger rows drain into postgres" if postgres is not None else "")
+    if state.store == "memory":
+        return "memory (forgotten at exit)"
+    return f"embedded ({state.path or 'beside the ledger'})"
 
 
 def _budget(rung: str, facts: dict[str, Any]) -> str:

@@ -77,9 +77,22 @@ FROM journal.reservations
 _RUNGS = {rung.label: rung for rung in Rung}
 
 
-def journal_path(ledger: Path) -> Path:
-    """Where the journal of the ledger at `ledger` lives."""
-    return ledger.with_name(ledger.name + ".journal")
+def journal_path(ledger: Path, worker: int = 0) -> Path:
+    """Where the journal of the ledger at `ledger` lives: `<ledger>.journal` for the
+    first worker, `<ledger>.w<k>.journal` for worker k of `serve --workers`."""
+    if worker == 0:
+        return ledger.with_name(ledger.name + ".journal")
+    return ledger.with_name(f"{ledger.name}.w{worker}.journal")
+
+
+def worker_journals(ledger: Path) -> dict[int, Path]:
+    """The journals of the ledger at `ledger` that workers past the first left, by worker."""
+    found = {}
+    for path in ledger.parent.glob(f"{ledger.name}.w*.journal"):
+        number = path.name.removeprefix(f"{ledger.name}.w").removesuffix(".journal")
+        if number.isdigit():
+            found[int(number)] = path
+    return found
 
 
 class MoneyJournal:

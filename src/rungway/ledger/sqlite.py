@@ -101,10 +101,12 @@ class SqliteLedger:
     It is also the budget's `ReservationLog`: reservations go to the journal at once.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, worker: int = 0) -> None:
         self.path = path
         self._db = connect(path)
-        self.journal = MoneyJournal(self._db, journal_path(path))
+        # Each worker of `serve --workers` has a journal of its own, so none replays a
+        # sibling's open reservations as crashed.
+        self.journal = MoneyJournal(self._db, journal_path(path, worker))
         self._queue: queue.Queue[object] = queue.Queue()
         self._thread = threading.Thread(target=self._write_forever, name="ledger", daemon=True)
         self._thread.start()
