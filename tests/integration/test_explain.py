@@ -46,7 +46,7 @@ def test_eight_characters_explain_a_request_through_the_running_gateway(
     gateway = start_gateway()
     sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
     request_id = _ask(gateway)
-    assert len(request_id) == 12
+    assert len(request_id) == 16
     done = _explain(request_id[:8].upper(), "--url", gateway.url)
     assert done.returncode == 0, done.stderr
     assert f"{request_id} at " in done.stdout

@@ -146,7 +146,7 @@ def test_json_lines_carry_the_fields_and_mask_secrets(tmp_path: Path, cheap: Sim
     assert served_line["rung"] == "cheap"
     assert served_line["status"] == 200
     assert served_line["cost_usd"] > 0
-    assert len(served_line["request_id"]) == 12
+    assert len(served_line["request_id"]) == 16
     assert refused_line["status"] == 404
     assert SECRET not in err
     assert "[redacted]" in refused_line["detail"]

@@ -1,10 +1,13 @@
 """Request ids: short, random after a time prefix, sortable by when they were made.
 
-An id is 12 characters of lowercase Crockford base32 (digits and letters but i, l, o and
-u): 8 for the milliseconds since 2025-01-01 UTC, then 4 random (20 bits). Ids sort as
+An id is 16 characters of lowercase Crockford base32 (digits and letters but i, l, o and
+u): 8 for the milliseconds since 2025-01-01 UTC, then 8 random (40 bits). Ids sort as
 their times do, and since requests rarely share a millisecond, the first 8 characters
 name one request; at a few requests a second, the first 6 (the 1.024 s it began in)
-usually do.
+usually do. The random part is wide because an id is the ledger's key across every
+replica of a cluster: at thousands of requests a second spread over several processes,
+20 bits would repeat within minutes (and a repeated id would overwrite a row), 40 bits
+not in years.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ EPOCH_MS = 1_735_689_600_000
 """2025-01-01T00:00:00Z: 40 bits of milliseconds from here last until 2059."""
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 """In the order of the values, so ids compare as their times do."""
-LENGTH = 12
+LENGTH = 16
 
-# Every 10-bit value as its two characters: six lookups make an id.
+# Every 10-bit value as its two characters: eight lookups make an id.
 _PAIRS = tuple(high + low for high in ALPHABET for low in ALPHABET)
 
 
@@ -34,16 +37,18 @@ class RequestIds:
         self._random = random.Random()
 
     def new(self) -> str:
-        """The next id, such as `1re85hc3h2mr`."""
-        return encode(time.time_ns() // 1_000_000, self._random.getrandbits(20))
+        """The next id, such as `1re85hc3h2mr4k7w`."""
+        return encode(time.time_ns() // 1_000_000, self._random.getrandbits(40))
 
 
 def encode(epoch_ms: int, noise: int) -> str:
-    """The id of the instant `epoch_ms` with 20 bits of `noise`."""
-    value = ((epoch_ms - EPOCH_MS) & (2**40 - 1)) << 20 | noise & (2**20 - 1)
+    """The id of the instant `epoch_ms` with 40 bits of `noise`."""
+    value = ((epoch_ms - EPOCH_MS) & (2**40 - 1)) << 40 | noise & (2**40 - 1)
     pairs = _PAIRS
     return (
-        pairs[value >> 50]
+        pairs[value >> 70]
+        + pairs[value >> 60 & 1023]
+        + pairs[value >> 50 & 1023]
         + pairs[value >> 40 & 1023]
         + pairs[value >> 30 & 1023]
         + pairs[value >> 20 & 1023]
