@@ -20,10 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from rungway.quota.encoding import UNREADABLE, decode_saved, encode_saved
 from rungway.quota.store import MemoryStateStore, SavedConnection, StateStore
-from rungway.routing.snapshot import BreakerState, ConnectionState, QuotaWindow, WindowStatus
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -135,7 +133,7 @@ class SqliteStateStore:
                 return
 
     def _write(self, latest: Mapping[str, SavedConnection | None]) -> None:
-        kept = [(cid, _encoded(saved)) for cid, saved in latest.items() if saved is not None]
+        kept = [(cid, encode_saved(saved)) for cid, saved in latest.items() if saved is not None]
         gone = [(cid,) for cid, saved in latest.items() if saved is None]
         with self._db:
             self._db.execute("BEGIN")
@@ -143,72 +141,11 @@ class SqliteStateStore:
             self._db.executemany("DELETE FROM connections WHERE connection_id = ?", gone)
 
 
-def _encoded(saved: SavedConnection) -> bytes:
-    state = saved.state
-    return orjson.dumps(
-        {
-            "windows": [
-                {
-                    "name": window.name,
-                    "used_percent": window.used_percent,
-                    "resets_at": window.resets_at,
-                    "checked_at": window.checked_at,
-                    "model": window.model,
-                    "status": window.status.value,
-                    "source": window.source,
-                    "was_exhausted": window.was_exhausted,
-                }
-                for window in state.windows
-            ],
-            "cooldown_until": state.cooldown_until,
-            "cooldown_reason": state.cooldown_reason,
-            "overage_permitted": state.overage_permitted,
-            "overage_in_use": state.overage_in_use,
-            "disabled": state.disabled,
-            "breaker_failures": saved.breaker_failures,
-            "breaker_opened_at": saved.breaker_opened_at,
-        }
-    )
-
-
 def _decoded(rows: list[Any], path: Path) -> dict[str, SavedConnection]:
     loaded = {}
     for connection_id, blob in rows:
         try:
-            loaded[connection_id] = _saved(orjson.loads(blob))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            loaded[connection_id] = decode_saved(blob)
+        except UNREADABLE as error:
             log.warning("state: %s: the state of %r is unreadable (%s)", path, connection_id, error)
     return loaded
-
-
-def _saved(data: dict[str, Any]) -> SavedConnection:
-    windows = tuple(
-        QuotaWindow(
-            name=str(window["name"]),
-            used_percent=_number(window["used_percent"]),
-            resets_at=_number(window["resets_at"]),
-            checked_at=float(window["checked_at"]),
-            model=None if window["model"] is None else str(window["model"]),
-            status=WindowStatus(window["status"]),
-            source=str(window["source"]),
-            was_exhausted=bool(window["was_exhausted"]),
-        )
-        for window in data["windows"]
-    )
-    opened_at = _number(data["breaker_opened_at"])
-    overage = data["overage_permitted"]
-    state = ConnectionState(
-        windows=windows,
-        cooldown_until=_number(data["cooldown_until"]),
-        cooldown_reason=str(data["cooldown_reason"]),
-        # The board works out open, half-open or closed from the opening instant.
-        breaker=BreakerState.CLOSED,
-        overage_permitted=None if overage is None else bool(overage),
-        overage_in_use=bool(data["overage_in_use"]),
-        disabled=bool(data["disabled"]),
-    )
-    return SavedConnection(state, int(data["breaker_failures"]), opened_at)
-
-
-def _number(value: Any) -> float | None:
-    return None if value is None else float(value)
