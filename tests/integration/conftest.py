@@ -135,11 +135,16 @@ StartGateway = Callable[..., RunningGateway]
 
 @pytest.fixture
 def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
-    """Start a gateway in front of `sims`; keyword arguments override config sections."""
+    """Start a gateway in front of `sims`; keyword arguments override config sections
+    (`state_section` is the config's `state:`, as `state` supplies fixed readings)."""
     servers: list[BackgroundServer] = []
 
     def start(
-        *, state: StateSource | None = None, clock: Clock | None = None, **overrides: Any
+        *,
+        state: StateSource | None = None,
+        clock: Clock | None = None,
+        state_section: dict[str, Any] | None = None,
+        **overrides: Any,
     ) -> RunningGateway:
         secrets = {"plan": PLAN_TOKEN, "api": API_KEY, "cheap": CHEAP_KEY, "backup": BACKUP_KEY}
         for name, value in secrets.items():
@@ -180,6 +185,8 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
             "aliases": {"claude-sonnet-*": CLAUDE, "fast": DEEPSEEK},
         }
         document.update(overrides)
+        if state_section is not None:
+            document["state"] = state_section
         settings = parse_settings(document)
         gateway = build_gateway(settings, read_secrets(settings), state=state, clock=clock)
         server = BackgroundServer(

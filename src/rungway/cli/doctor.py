@@ -2,7 +2,8 @@
 
 The checks: the config file (found as every command finds it) and its credentials; each
 paid rung's budget (a WARN for one explicitly left without a limit); that the ledger file
-opens, has a schema this release knows, and no damage; that the credential store opens,
+opens, has a schema this release knows, and no damage; where live state is kept, and that
+a configured Redis and PostgreSQL answer (`store_checks.py`); that the credential store opens,
 when a connection uses it; then, for each connection, that its API answers at its base URL
 and this machine's clock agrees with the upstream's `Date` header (both from one request,
 see `probes.py`), and when its token expires (a JWT's `exp`, or a stored login that cannot
@@ -29,6 +30,7 @@ from rungway.app import default_ledger_path
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.findings import Finding, Level, show
 from rungway.cli.probes import Probe, api_finding, clock_skew, probe_all
+from rungway.cli.store_checks import store_findings
 from rungway.cli.times import countdown, iso_time
 from rungway.config import (
     ConfigError,
@@ -59,7 +61,9 @@ def doctor(
     # Only finding the file can stop doctor; an invalid one is reported as a finding.
     findings, settings, secrets = check_config(require_config(config))
     if settings is not None:
-        findings.extend(ledger_findings(settings.ledger.path or default_ledger_path()))
+        ledger = settings.ledger.path or default_ledger_path()
+        findings.extend(ledger_findings(ledger))
+        findings.extend(store_findings(settings, secrets, ledger, timeout))
         store = _store(settings, findings)
         probes = probe_all(settings.connections, timeout)
         for connection in settings.connections:

@@ -2,7 +2,8 @@
 
 One table: the five rungs in escalation order, each with the connections that serve a
 model on it, their quota windows (used share and a countdown to the reset), cooldown,
-breaker, and whether an operator disabled them.
+breaker, and whether an operator disabled them. Under it, a line for each shared store
+(Redis, PostgreSQL) the gateway uses: up, or degraded and why.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ def status(
     """Show the ladder: each rung's connections, quota windows and reset countdowns, health."""
     with err.status("asking the gateway for its ladder ..."):
         payload = admin_call("GET", "/admin/connections", config, url, admin_key_env)
+        health = admin_call("GET", "/healthz", config, url, admin_key_env)
     # Count down on the gateway's clock, so a countdown means the same thing there and here.
     now = payload.get("now") or time.time()
     out.print(ladder_table(payload["connections"], now))
+    for store in health.get("stores", ()):
+        shown = "[green]up[/]" if store["up"] else "[bold red]degraded[/]"
+        out.print(f"{escape(store['store'])}: {shown}: {escape(store['detail'])}", highlight=False)
 
 
 def ladder_table(connections: list[dict[str, Any]], now: float) -> Table:
