@@ -135,3 +135,27 @@ def test_the_printed_connection_pasted_into_a_config_serves_a_request(
             )
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-rungway-connection"] == entry["id"]
+
+
+@pytest.mark.parametrize("name", ["cheap-openai", "anthropic-api"])
+def test_a_canned_upstream_replays_one_real_answer_to_every_request(name: str) -> None:
+    command = [sys.executable, "-m", "rungway", "sim-upstream", "--scenario", name]
+    with subprocess.Popen(
+        [*command, "--port", "0", "--canned"], stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert line.startswith(f"canned upstream {name!r}")
+            url = line.rsplit(" at ", 1)[1].strip()
+            path = "/v1/messages" if name.startswith("anthropic") else "/v1/chat/completions"
+            with httpx.Client() as client:
+                answers = [client.post(url + path, content=b"{}") for _ in range(3)]
+        finally:
+            process.send_signal(signal.SIGINT)
+    assert all(answer.status_code == 200 for answer in answers)
+    assert answers[0].content == answers[2].content
+    usage = answers[0].json()["usage"]
+    assert (usage.get("completion_tokens") or usage.get("output_tokens")) > 0
+    # The quota readings the simulated upstream sent come along.
+    assert any("remaining" in header for header in answers[0].headers)

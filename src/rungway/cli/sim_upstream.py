@@ -8,11 +8,14 @@ credential it expects, read from an environment variable.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import uvloop
 import yaml
 
 from rungway.sim import (
@@ -22,6 +25,7 @@ from rungway.sim import (
     builtin_scenario_names,
     load_scenario,
 )
+from rungway.sim.canned import record_answer, serve_canned
 
 
 def _resolve(scenario: Path) -> Path:
@@ -45,9 +49,20 @@ def sim_upstream(
     ],
     port: Annotated[int, typer.Option("--port", help="Port to listen on (0 picks one).")],
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    canned: Annotated[
+        bool,
+        typer.Option(
+            "--canned",
+            help="Replay one recorded answer to every request, at almost no cost: no "
+            "quota, faults or control API (for throughput benchmarks).",
+        ),
+    ] = False,
 ) -> None:
     """Serve a simulated upstream provider until Ctrl-C."""
     loaded = load_scenario(_resolve(scenario))
+    if canned:
+        _serve_canned(loaded, host, port)
+        return
     sim = SimUpstream(loaded)
 
     def announce(url: str) -> None:
@@ -71,6 +86,17 @@ def sim_upstream(
     except KeyboardInterrupt:
         # uvicorn re-raises the Ctrl-C it handled once it has shut down cleanly.
         typer.echo("sim upstream stopped")
+
+
+def _serve_canned(scenario: Scenario, host: str, port: int) -> None:
+    answer = record_answer(scenario)
+
+    def announce(url: str) -> None:
+        typer.echo(f"canned upstream {scenario.name!r} ({scenario.api} API) at {url}")
+
+    uvloop.install()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_canned(answer, host, port, on_ready=announce))
 
 
 def credential_variable(scenario: Scenario) -> str:
