@@ -20,6 +20,7 @@ import orjson
 from rungway.budget.local import Grouping, Reservation
 from rungway.engine.record import RequestRecord
 from rungway.ledger.journal import MoneyJournal, journal_path
+from rungway.ledger.outbox import prepare_outbox
 from rungway.ledger.report import Dimension, SpendReport, spend_report
 
 SCHEMA_VERSION = 3
@@ -98,12 +99,15 @@ def connect(path: Path) -> sqlite3.Connection:
 class SqliteLedger:
     """Records requests to SQLite from a background thread, money first to its journal.
 
-    It is also the budget's `ReservationLog`: reservations go to the journal at once.
+    It is also the budget's `ReservationLog`: reservations go to the journal at once. With
+    `outbox`, every row it gains also waits in its outbox for PostgreSQL (`outbox.py`).
     """
 
-    def __init__(self, path: Path, *, worker: int = 0) -> None:
+    def __init__(self, path: Path, *, worker: int = 0, outbox: bool = False) -> None:
         self.path = path
         self._db = connect(path)
+        # Before the journal's recovery, so the rows it restores reach the outbox too.
+        prepare_outbox(self._db, enabled=outbox)
         # Each worker of `serve --workers` has a journal of its own, so none replays a
         # sibling's open reservations as crashed.
         self.journal = MoneyJournal(self._db, journal_path(path, worker))
