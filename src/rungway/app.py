@@ -29,6 +29,7 @@ from rungway.engine.record import Recorder
 from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, StateSource
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
+from rungway.ledger.postgres import PostgresLedger
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.logs.access import AccessLog, AccessSink
 from rungway.metrics.collector import StateCollector
@@ -69,6 +70,8 @@ class Gateway:
     """Which connection serves which model on which rung."""
     link: RedisLink | None = None
     """The cluster's shared Redis (None for a lone gateway with the embedded store)."""
+    postgres: PostgresLedger | None = None
+    """The cluster's ledger, which `ledger`'s rows drain into (None without `ledger.postgres`)."""
 
 
 def build_gateway(
@@ -103,9 +106,7 @@ def build_gateway(
         (ConnectionFacts(c.id, c.provider, c.models) for c in connections.values()),
         settings.aliases,
     )
-    ledger_path = settings.ledger.path or default_ledger_path()
-    ledger_existed = ledger is None and ledger_path.exists()
-    store = ledger or SqliteLedger(ledger_path, worker=worker)
+    store, pg_ledger, ledger_existed = _ledgers(settings, secrets, ledger, worker=worker)
     client = UpstreamClient(settings.timeouts)
     clock = clock or SystemClock()
     link = _redis_link(settings, secrets)
@@ -187,6 +188,9 @@ def build_gateway(
         if link is not None:
             # Never raises: an unreachable Redis leaves the store degraded until it answers.
             await link.start()
+        if pg_ledger is not None:
+            # Never raises: rows wait in the local outbox until PostgreSQL answers.
+            await pg_ledger.start()
         # Read this period's settled spend from the ledger now, not on the first request.
         budget.prime(clock.now())
         if poller is not None and settings.quota.poll_interval_s > 0:
@@ -199,7 +203,7 @@ def build_gateway(
         await client.close()
         if link is not None:
             await link.close()
-        store.close()
+        await _close_ledgers(store, pg_ledger)
         if quota is not None:
             quota.kept.close()
 
@@ -222,7 +226,7 @@ def build_gateway(
             poller=poller,
             clock=clock,
             key=secrets.get("admin"),
-            ledger=store,
+            ledger=pg_ledger or store,
             ladder=settings.ladder,
             client_keys=settings.client_keys,
             rung_spend=budget.rung_spend,
@@ -233,9 +237,9 @@ def build_gateway(
         metrics=MetricsEndpoint(metrics.registry, secrets.get("admin")),
         dashboard=DashboardPages(),
         access=access,
-        health=lambda: _health(link),
+        health=lambda: _health(link, pg_ledger),
     )
-    return Gateway(app, store, board, roster, link)
+    return Gateway(app, store, board, roster, link, pg_ledger)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,8 +343,40 @@ def _redis_link(settings: Settings, secrets: dict[str, SecretStr]) -> RedisLink 
     return RedisLink(secrets["redis"].get_secret_value(), redis.prefix, timeout_s=redis.timeout_s)
 
 
-def _health(link: RedisLink | None) -> list[StoreHealth]:
-    return [link.health()] if link is not None else []
+def _ledgers(
+    settings: Settings,
+    secrets: dict[str, SecretStr],
+    ledger: MemoryLedger | None,
+    *,
+    worker: int,
+) -> tuple[SqliteLedger | MemoryLedger, PostgresLedger | None, bool]:
+    """The local ledger, the cluster's PostgreSQL ledger its rows drain into (if any), and
+    whether the local ledger's file was there before."""
+    if ledger is not None:
+        return ledger, None, False
+    path = settings.ledger.path or default_ledger_path()
+    existed = path.exists()
+    postgres = settings.ledger.postgres
+    local = SqliteLedger(path, worker=worker, outbox=postgres is not None)
+    if postgres is None:
+        return local, None, existed
+    # Reports read the cluster's ledger; rows, the journal and the budget stay local.
+    dsn = secrets["postgres"].get_secret_value()
+    return local, PostgresLedger(local, dsn, postgres.db_schema), existed
+
+
+async def _close_ledgers(
+    store: SqliteLedger | MemoryLedger, pg_ledger: PostgresLedger | None
+) -> None:
+    """Send what waits to PostgreSQL (within a short deadline), then close the local ledger."""
+    if pg_ledger is not None:
+        await pg_ledger.stop()
+    store.close()
+
+
+def _health(link: RedisLink | None, pg_ledger: PostgresLedger | None) -> list[StoreHealth]:
+    stores = [link.health()] if link is not None else []
+    return stores + ([pg_ledger.health()] if pg_ledger is not None else [])
 
 
 def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:

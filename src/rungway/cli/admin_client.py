@@ -68,6 +68,11 @@ def admin_call(method: str, path: str, config: Path | None, url: str | None, key
     except GatewayUnreachable as error:
         err.print(f"[red]{escape(str(error))}[/]", highlight=False)
         raise typer.Exit(1) from None
+    return checked(method, path, status, payload)
+
+
+def checked(method: str, path: str, status: int, payload: Any) -> Any:
+    """An admin API answer's JSON; exit with its message when it is an error."""
     if status >= 400:
         message = escape(error_message(payload))
         err.print(f"[red]{method} {path}: HTTP {status}: {message}[/]", highlight=False)

@@ -1,7 +1,8 @@
 """`rungway explain REQUEST_ID`: why a request went where it did.
 
-The row comes from the running gateway's admin API when one answers, else from the ledger
-file; `--url` asks only the gateway, `--ledger` reads only the file.
+The row comes from the running gateway's admin API when one answers, else from the
+cluster's PostgreSQL ledger when the config names one, else from the ledger file; `--url`
+asks only the gateway, `--ledger` reads only the file.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from rungway.cli.admin_client import (
     admin_request,
     error_message,
 )
-from rungway.cli.config_file import ConfigOption, find_config
+from rungway.cli.config_file import ConfigOption
+from rungway.cli.ledger_source import configured, fail, postgres_reader
 from rungway.cli.times import iso_time
-from rungway.config import ConfigError, load_settings
+from rungway.ledger.postgres import PostgresReader
+from rungway.ledger.report import LedgerUnavailable
 from rungway.ledger.sqlite import read_matching
 from rungway.server.requests import MAX_MATCHES, request_detail
 
@@ -57,7 +60,12 @@ def explain(
             if url is not None:
                 err.print(f"[red]{escape(str(error))}[/]", highlight=False)
                 raise typer.Exit(1) from None
-            ledger = _ledger_from(config)
+            settings = configured(config)
+            reader = postgres_reader(settings)
+            if reader is not None:
+                _from_postgres(prefix, reader)
+                return
+            ledger = (settings.ledger.path if settings else None) or default_ledger_path()
         else:
             _from_gateway(prefix, status, payload)
             return
@@ -91,6 +99,19 @@ def _from_file(prefix: str, path: Path) -> None:
     _render(request_detail(rows[0]))
 
 
+def _from_postgres(prefix: str, reader: PostgresReader) -> None:
+    try:
+        rows = reader.matching(prefix, MAX_MATCHES + 1)
+    except LedgerUnavailable as error:
+        fail(error)
+    if not rows:
+        err.print(f"[red]no request id starts with {prefix!r} in postgres at {reader.address}[/]")
+        raise typer.Exit(1)
+    if len(rows) > 1:
+        _list_matches(prefix, rows[:MAX_MATCHES], more=len(rows) > MAX_MATCHES)
+    _render(request_detail(rows[0]))
+
+
 def _list_matches(prefix: str, rows: list[dict[str, Any]], *, more: bool) -> NoReturn:
     count = f"more than {len(rows)}" if more else str(len(rows))
     table = Table(
@@ -113,18 +134,6 @@ def _list_matches(prefix: str, rows: list[dict[str, Any]], *, more: bool) -> NoR
 
 def _usd(amount: float | None) -> str:
     return "unknown" if amount is None else f"${amount:.6f}"
-
-
-def _ledger_from(config: Path | None) -> Path:
-    path = find_config(config)
-    if path is None:
-        return default_ledger_path()
-    try:
-        settings = load_settings(path)
-    except ConfigError as error:
-        err.print(f"[red]{escape(str(error))}[/]", highlight=False)
-        raise typer.Exit(2) from None
-    return settings.ledger.path or default_ledger_path()
 
 
 def _render(row: dict[str, Any]) -> None:

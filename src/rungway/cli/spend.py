@@ -1,20 +1,32 @@
-"""`rungway spend`: what a running gateway's requests cost and saved, through its admin API."""
+"""`rungway spend`: what a running gateway's requests cost and saved, through its admin API;
+with no gateway answering, from the cluster's PostgreSQL ledger when the config names one."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rungway.budget.period import Period
-from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
+from rungway.cli.admin_client import (
+    ConfigOption,
+    GatewayUnreachable,
+    KeyEnvOption,
+    UrlOption,
+    admin_request,
+    checked,
+)
+from rungway.cli.ledger_source import configured, postgres_reader, spend_from_postgres
 from rungway.ledger.report import Dimension
 
 out = Console()
+err = Console(stderr=True)
 _COUNTS = ("requests", "input_tokens", "output_tokens", "reasoning_tokens")
 _MONEY = ("cost_usd", "list_cost_usd", "savings_usd")
 _HEADERS = ("requests", "input tok", "output tok", "reasoning tok", "cost", "list price", "saved")
@@ -37,7 +49,7 @@ def spend(
     admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
 ) -> None:
     """Show requests, tokens, incremental and list-price cost, savings and budgets used."""
-    payload = admin_call("GET", f"/admin/spend?by={by}&period={period}", config, url, admin_key_env)
+    payload = _spend_payload(by, period, config, url, admin_key_env)
     if as_json:
         typer.echo(json.dumps(payload, indent=2))
         return
@@ -63,6 +75,28 @@ def spend(
         out.print(_rung_budget_table(budgets))
     if any(key["budget_usd"] is not None for key in payload["keys"]):
         out.print(_key_budget_table(payload["keys"]))
+
+
+def _spend_payload(
+    by: Dimension, period: Period, config: Path | None, url: str | None, key_env: str
+) -> Any:
+    path = f"/admin/spend?by={by}&period={period}"
+    try:
+        status, payload = admin_request("GET", path, config, url, key_env)
+    except GatewayUnreachable as error:
+        # Without a gateway the cluster's ledger still answers, when the config names it.
+        settings = configured(config) if url is None else None
+        reader = postgres_reader(settings)
+        if settings is None or reader is None:
+            err.print(f"[red]{escape(str(error))}[/]", highlight=False)
+            raise typer.Exit(1) from None
+        err.print(
+            f"{escape(str(error))}; reading the ledger in postgres at {reader.address} "
+            "(budgets show settled spend: what is held lives in the running gateways)",
+            highlight=False,
+        )
+        return spend_from_postgres(reader, settings, by, period)
+    return checked("GET", path, status, payload)
 
 
 def _spend_table(payload: dict[str, Any]) -> Table:

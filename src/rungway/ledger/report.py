@@ -26,13 +26,17 @@ NO_CONNECTION = "none"
 NO_KEY = "(no key)"
 
 # The SQL expression of each grouping; each matches `_group_of` below.
-_GROUP_SQL: dict[Dimension, str] = {
+GROUP_SQL: dict[Dimension, str] = {
     "rung": f"COALESCE(rung, '{NO_RUNG}')",
     "connection": f"COALESCE(connection_id, '{NO_CONNECTION}')",
     "key": f"COALESCE(client_key, '{NO_KEY}')",
     "model": "COALESCE(upstream_model, resolved_model)",
 }
 _RUNG_ORDER = {rung.label: int(rung) for rung in Rung}
+
+
+class LedgerUnavailable(Exception):
+    """A shared ledger did not answer a read; the message names it and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,7 @@ def spend_report(path: Path, *, since: float, until: float, by: Dimension) -> Sp
     if not path.exists():
         return SpendReport(since, until, by, ())
     query = (
-        f"SELECT {_GROUP_SQL[by]} AS grp, COUNT(*), "
+        f"SELECT {GROUP_SQL[by]} AS grp, COUNT(*), "
         "SUM(input_tokens + cache_read_tokens + cache_write_tokens), "
         "SUM(output_tokens), SUM(reasoning_tokens), TOTAL(cost_usd), TOTAL(list_cost_usd), "
         # TOTAL skips NULLs, so rows without a list price add nothing to the savings.
@@ -133,7 +137,7 @@ def spend_report(path: Path, *, since: float, until: float, by: Dimension) -> Sp
         )
         for group, n, tin, tout, reason, cost, listed, saved, unpriced, lost, held in found
     ]
-    return SpendReport(since, until, by, _ordered(rows, by))
+    return SpendReport(since, until, by, ordered_rows(rows, by))
 
 
 def spend_report_of(
@@ -161,7 +165,7 @@ def spend_report_of(
             record.cost_usd if record.outcome == UNRECORDED else 0.0,
         )
         groups[group] = groups[group].plus(one, group) if group in groups else one
-    return SpendReport(since, until, by, _ordered(groups.values(), by))
+    return SpendReport(since, until, by, ordered_rows(groups.values(), by))
 
 
 def _group_of(record: RequestRecord, by: Dimension) -> str:
@@ -174,7 +178,8 @@ def _group_of(record: RequestRecord, by: Dimension) -> str:
     return record.upstream_model or record.resolved_model
 
 
-def _ordered(rows: Iterable[SpendRow], by: Dimension) -> tuple[SpendRow, ...]:
+def ordered_rows(rows: Iterable[SpendRow], by: Dimension) -> tuple[SpendRow, ...]:
+    """The rows in the order reports show them."""
     if by == "rung":
         # The ladder's own order reads best; rows without a rung come last.
         return tuple(sorted(rows, key=lambda row: (_RUNG_ORDER.get(row.group, 99), row.group)))

@@ -19,6 +19,7 @@ from pydantic import SecretStr
 from rungway.clock import Clock
 from rungway.config import ClientKeyConfig, is_loopback
 from rungway.engine.state import StateSource
+from rungway.ledger.report import LedgerUnavailable
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import UsagePoller
 from rungway.routing.settings import LadderSettings
@@ -105,7 +106,11 @@ class AdminApi:
             message = f"use {allowed} {path}"
             await _error(send, 405, "method_not_allowed", message, [("allow", allowed)])
             return
-        await handler(send, scope.get("query_string", b""))
+        try:
+            await handler(send, scope.get("query_string", b""))
+        except LedgerUnavailable as error:
+            # A shared ledger that does not answer: the gateway still serves; say which.
+            await _error(send, 503, "ledger_unavailable", str(error))
 
     def _route(self, parts: list[str]) -> tuple[str, _Handler] | None:
         """The one method a path answers, and its handler; None for no such path."""

@@ -271,6 +271,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         404: "Nothing by that id.",
         405: "The path exists; the method does not (see `Allow`).",
         409: "The gateway cannot do this for that connection.",
+        503: "The shared ledger (PostgreSQL) does not answer; the message says which and why.",
     }
     return {str(status): _json(_ref("Error"), words[status]) for status in (401, 403, *statuses)}
 
@@ -347,7 +348,7 @@ SCHEMA: dict[str, Any] = {
                     _choice("by", list(DIMENSIONS), "rung", "How to group the rows."),
                     _choice("period", list(get_args(Period)), "month", "The UTC period."),
                 ],
-                "responses": {"200": _json(_ref("Spend"), "The spend."), **_errors(400)},
+                "responses": {"200": _json(_ref("Spend"), "The spend."), **_errors(400, 503)},
             }
         },
         "/admin/requests": {
@@ -368,7 +369,7 @@ SCHEMA: dict[str, Any] = {
                         },
                     }
                 ],
-                "responses": {"200": _json(_ref("Requests"), "The rows."), **_errors(400)},
+                "responses": {"200": _json(_ref("Requests"), "The rows."), **_errors(400, 503)},
             }
         },
         "/admin/requests/{request_id}": {
@@ -394,7 +395,7 @@ SCHEMA: dict[str, Any] = {
                 ],
                 "responses": {
                     "200": _json(_ref("RequestDetail"), "The row."),
-                    **_errors(404),
+                    **_errors(404, 503),
                     "409": _json(
                         _ref("Ambiguous"), "Several ids start with the prefix: their summaries."
                     ),
