@@ -72,27 +72,19 @@ class QuotaBoard:
                 if self._store is not None:
                     self._store.save(connection_id, None)
                 continue
-            state = kept.state
-            windows = {
-                (window.name, window.model): window
-                for window in state.windows
-                if self._still_tells(window, now)
-            }
-            if windows:
-                self._windows[connection_id] = windows
-            if state.cooldown_until is not None and state.cooldown_until > now:
-                self._rests[connection_id] = _Rest(state.cooldown_until, state.cooldown_reason)
-            if kept.breaker_failures or kept.breaker_opened_at is not None:
-                self._breaker[connection_id] = Breaker(
-                    kept.breaker_failures, kept.breaker_opened_at
-                )
-            if state.overage_permitted is not None:
-                self._overage[connection_id] = state.overage_permitted
-            if state.overage_in_use:
-                self._overage_in_use.add(connection_id)
-            if state.disabled:
-                self._disabled.add(connection_id)
-            self._rebuild(connection_id)
+            self._take(connection_id, kept, now)
+
+    def adopt(self, connection_id: str, saved: SavedConnection, now: float) -> None:
+        """Take up the state another process of the cluster saved for the connection, in
+        place of this board's, without handing it back to the store."""
+        self._windows.pop(connection_id, None)
+        self._rests.pop(connection_id, None)
+        self._breaker.pop(connection_id, None)
+        self._overage.pop(connection_id, None)
+        self._overage_in_use.discard(connection_id)
+        self._disabled.discard(connection_id)
+        self._now = max(self._now, now)
+        self._take(connection_id, saved, now, save=False)
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
         """A read-only view of the states at `now` (each state itself is immutable)."""
@@ -209,6 +201,29 @@ class QuotaBoard:
         self._rebuild(connection_id)
         return True
 
+    def _take(
+        self, connection_id: str, kept: SavedConnection, now: float, *, save: bool = True
+    ) -> None:
+        state = kept.state
+        windows = {
+            (window.name, window.model): window
+            for window in state.windows
+            if self._still_tells(window, now)
+        }
+        if windows:
+            self._windows[connection_id] = windows
+        if state.cooldown_until is not None and state.cooldown_until > now:
+            self._rests[connection_id] = _Rest(state.cooldown_until, state.cooldown_reason)
+        if kept.breaker_failures or kept.breaker_opened_at is not None:
+            self._breaker[connection_id] = Breaker(kept.breaker_failures, kept.breaker_opened_at)
+        if state.overage_permitted is not None:
+            self._overage[connection_id] = state.overage_permitted
+        if state.overage_in_use:
+            self._overage_in_use.add(connection_id)
+        if state.disabled:
+            self._disabled.add(connection_id)
+        self._rebuild(connection_id, save=save)
+
     def _remembers(self, window: QuotaWindow, previous: QuotaWindow | None, now: float) -> bool:
         exit_at = self._settings.exit_cutoff_percent
         if window.status is WindowStatus.REJECTED:
@@ -249,7 +264,7 @@ class QuotaBoard:
         ]
         return max(resets) if resets else None
 
-    def _rebuild(self, connection_id: str) -> None:
+    def _rebuild(self, connection_id: str, *, save: bool = True) -> None:
         windows = tuple(self._windows.get(connection_id, {}).values())
         rest = self._rests.get(connection_id)
         breaker = self._breaker.get(connection_id)
@@ -274,7 +289,7 @@ class QuotaBoard:
             self._states.pop(connection_id, None)
         else:
             self._states[connection_id] = state
-        if self._store is not None:
+        if self._store is not None and save:
             # One object and a queue put: the store encodes and writes it off this thread.
             failures = breaker.failures if breaker is not None else 0
             opened_at = breaker.opened_at if breaker is not None else None
