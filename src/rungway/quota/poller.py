@@ -9,6 +9,11 @@ once right after each known window reset. Each endpoint's own rate limit is hono
 
 A failed poll adds nothing, so the last reading simply ages into staleness; it can never
 leave a stale "available" reading behind.
+
+Across the processes of a cluster a `PollClaim` decides who polls: one process claims a
+connection's poll, the others read its result when the shared board brings it. An inline
+`verify` that loses the claim waits, within its deadline, for that reading instead of
+polling too. A lone process claims every poll (`LocalPollClaim`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from rungway.clock import Clock
 from rungway.quota.board import QuotaBoard
@@ -29,6 +35,25 @@ log = logging.getLogger("rungway.quota")
 Fetch = Callable[[str, Mapping[str, str], float], Awaitable[tuple[int, Mapping[str, str], bytes]]]
 """GET a URL with headers within a deadline: (status, headers, body)."""
 ReadUsage = Callable[[bytes, float], UsageReading]
+_FEED_CHECK_S = 0.01
+"""How often a verify that lost the claim looks for the winner's reading."""
+
+
+class PollClaim(Protocol):
+    """Which process of a cluster polls a connection's usage endpoint now."""
+
+    async def claim(self, connection_id: str, now: float, since: float, hold_s: float) -> bool:
+        """True when this process should poll: nobody claimed a poll of the connection
+        after `since`. A granted claim is remembered for `hold_s` seconds."""
+        ...
+
+
+class LocalPollClaim:
+    """The claim of a lone process: every poll is its own."""
+
+    async def claim(self, connection_id: str, now: float, since: float, hold_s: float) -> bool:
+        """Always True."""
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +79,7 @@ class UsagePoller:
         *,
         interval_s: float = 300.0,
         deadline_s: float = 2.0,
+        claim: PollClaim | None = None,
     ) -> None:
         self._board = board
         self._targets = {target.connection_id: target for target in targets}
@@ -62,7 +88,10 @@ class UsagePoller:
         self._max_age = settings.max_state_age_s
         self._interval = interval_s
         self._deadline = deadline_s
-        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._claim = claim or LocalPollClaim()
+        # A claim outlives the longest look-back a poll makes: an interval, or a deadline.
+        self._hold = max(interval_s, deadline_s)
+        self._inflight: dict[str, asyncio.Task[bool]] = {}
         self._last: dict[str, float] = {}
         self._paused_until: dict[str, float] = {}
 
@@ -93,58 +122,83 @@ class UsagePoller:
                 await asyncio.gather(*(self.poll(cid) for cid in due))
 
     async def poll(self, connection_id: str) -> None:
-        """Poll one connection now, or join the poll already under way."""
+        """Poll one connection now, or join the poll already under way; when another
+        process is polling it, wait (within the deadline) for its reading instead."""
+        # A poll claimed elsewhere within the deadline may still be under way; one
+        # claimed before that has delivered its reading, or failed.
+        since = self._clock.now() - self._deadline
+        if not await self._single(connection_id, since):
+            await self._reading_of(connection_id)
+
+    async def _single(self, connection_id: str, since: float) -> bool:
+        """Poll unless a poll was claimed after `since`; True if this one polled."""
         task = self._inflight.get(connection_id)
         if task is None:
-            task = asyncio.get_running_loop().create_task(self._poll_once(connection_id))
+            task = asyncio.get_running_loop().create_task(self._poll_once(connection_id, since))
             self._inflight[connection_id] = task
             task.add_done_callback(lambda _: self._inflight.pop(connection_id, None))
-        await asyncio.shield(task)
+        return await asyncio.shield(task)
+
+    async def _reading_of(self, connection_id: str) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._deadline):
+                # The reading comes through the shared board, which has nothing to wait on;
+                # a look every few milliseconds, bounded by the deadline, is cheap.
+                while self.needs_reading(connection_id, self._clock.now()):  # noqa: ASYNC110
+                    await asyncio.sleep(_FEED_CHECK_S)
 
     async def run(self, tick_s: float = 1.0) -> None:
         """Poll in the background until cancelled: at the interval and after each reset."""
         while True:
             now = self._clock.now()
             for connection_id in list(self._targets):
-                if self._due(connection_id, now):
+                since = self._due_since(connection_id, now)
+                if since is not None:
                     with contextlib.suppress(Exception):
-                        await self.poll(connection_id)
+                        await self._single(connection_id, since)
             await asyncio.sleep(tick_s)
 
-    def _due(self, connection_id: str, now: float) -> bool:
+    def _due_since(self, connection_id: str, now: float) -> float | None:
+        """None when no poll is due; else the instant after which a poll by any process
+        makes this one needless."""
         last = self._last.get(connection_id)
         if last is None or now - last >= self._interval:
-            return True
+            return now - self._interval
         # A window reset since the last poll: read the new window at once.
         state = self._board.connection_states(now).get(connection_id)
-        return any(
-            window.resets_at is not None and last < window.resets_at <= now
+        resets = [
+            window.resets_at
             for window in (state.windows if state is not None else ())
-        )
+            if window.resets_at is not None and last < window.resets_at <= now
+        ]
+        return max(resets) if resets else None
 
-    async def _poll_once(self, connection_id: str) -> None:
+    async def _poll_once(self, connection_id: str, since: float) -> bool:
         target = self._targets[connection_id]
         now = self._clock.now()
         if self._paused_until.get(connection_id, 0.0) > now:
-            return
+            return True
         self._last[connection_id] = now
+        if not await self._claim.claim(connection_id, now, since, self._hold):
+            return False
         try:
             status, headers, body = await self._fetch(target.url, target.headers, self._deadline)
         except Exception as error:  # an unreachable endpoint must not break the request path
             log.warning("usage poll of %s failed: %s", connection_id, error)
-            return
+            return True
         received = self._clock.now()
         if status == 429:
             wait = headers.get("retry-after")
             pause = float(wait) if wait and wait.replace(".", "", 1).isdigit() else 300.0
             self._paused_until[connection_id] = received + pause
             log.info("usage endpoint of %s asks for a %.0fs pause", connection_id, pause)
-            return
+            return True
         if status >= 300:
             log.warning("usage poll of %s answered HTTP %d", connection_id, status)
-            return
+            return True
         reading = target.read(body, received)
         if reading.overage_permitted is not None:
             self._board.observe_overage(connection_id, reading.overage_permitted)
         if reading.windows:
             self._board.observe(connection_id, reading.windows, received)
+        return True
