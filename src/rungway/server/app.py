@@ -133,7 +133,7 @@ class GatewayApp:
         if call is None:
             return
         # Only well-formed model requests count against a key's rate; token counts do not.
-        wait = self._rate.admit(call.client_key)
+        wait = await self._rate.admit(call.client_key)
         if wait is not None:
             message = (
                 f"client key {call.client_key!r} is over its limit of "
