@@ -19,6 +19,9 @@ from rungway.budget import KeyBudget, LocalBudget
 from rungway.clock import Clock, SystemClock
 from rungway.cluster.health import StoreHealth
 from rungway.cluster.link import RedisLink
+from rungway.cluster.polls import RedisPollClaim
+from rungway.cluster.rate import RedisRateWindows
+from rungway.cluster.state import RedisStateStore
 from rungway.config import Settings
 from rungway.credentials.redaction import install_redaction
 from rungway.credentials.sources import login_sources
@@ -125,6 +128,7 @@ def build_gateway(
             client=client,
             clock=clock,
             ledger_existed=ledger_existed,
+            link=link,
         )
         state, observer, verifier = quota.board, quota.board, quota.poller
     else:
@@ -201,6 +205,8 @@ def build_gateway(
         for task in background:
             task.cancel()
         await client.close()
+        # What the shared store has not written yet goes before the link closes.
+        await _stop_sharing(quota)
         if link is not None:
             await link.close()
         await _close_ledgers(store, pg_ledger)
@@ -218,6 +224,8 @@ def build_gateway(
                 if key.requests_per_minute is not None
             },
             clock,
+            # Shared by every process of the cluster; each its own while Redis is away.
+            RedisRateWindows(link) if link is not None else None,
         ),
         admin=AdminApi(
             roster=roster,
@@ -247,6 +255,8 @@ class _LiveQuota:
     board: QuotaBoard
     poller: UsagePoller
     kept: StateStore
+    shared: RedisStateStore | None = None
+    """The same store as `kept` when the state is shared through Redis."""
 
 
 def _live_quota(
@@ -258,10 +268,16 @@ def _live_quota(
     client: UpstreamClient,
     clock: Clock,
     ledger_existed: bool,
+    link: RedisLink | None,
 ) -> _LiveQuota:
-    kept = _state_store(settings, ledger, ledger_existed=ledger_existed)
+    shared = RedisStateStore(link, clock) if link is not None else None
+    kept = shared or _state_store(settings, ledger, ledger_existed=ledger_existed)
     board = QuotaBoard(settings.ladder, store=kept)
-    board.restore(kept.load(), clock.now(), roster.connections)
+    if shared is not None:
+        # The shared state is loaded each time the link joins Redis, and followed after.
+        shared.attach(board, roster.connections)
+    else:
+        board.restore(kept.load(), clock.now(), roster.connections)
     poller = UsagePoller(
         board,
         _usage_targets(connections.values()),
@@ -270,8 +286,14 @@ def _live_quota(
         settings.ladder,
         interval_s=settings.quota.poll_interval_s,
         deadline_s=settings.quota.inline_deadline_s,
+        claim=RedisPollClaim(link) if link is not None else None,
     )
-    return _LiveQuota(board, poller, kept)
+    return _LiveQuota(board, poller, kept, shared)
+
+
+async def _stop_sharing(quota: _LiveQuota | None) -> None:
+    if quota is not None and quota.shared is not None:
+        await quota.shared.stop()
 
 
 def builtin_catalog() -> list[CatalogEntry]:
