@@ -41,8 +41,9 @@ def _soon(check: Callable[[], bool]) -> None:
 
 
 def test_a_disable_and_a_cooldown_on_one_gateway_hold_on_another_and_after_a_restart(
-    start_gateway: StartGateway, sims: Upstreams, redis_prefix: str, tmp_path: Path
+    redis_prefix: str, start_gateway: StartGateway, sims: Upstreams, tmp_path: Path
 ) -> None:
+    # The prefix first: its keys are deleted after the gateways have stopped and written.
     shared = {"store": "redis", "redis": {"url": REDIS_URL, "prefix": redis_prefix}}
 
     def gateway(name: str) -> RunningGateway:
