@@ -226,6 +226,8 @@ class OutboxDrain:
             await pool.close()
             raise
         self._pool = pool
+        # Connected and migrated: it answers, whether or not rows wait.
+        self._joined()
         return pool
 
     def _joined(self) -> None:
