@@ -15,9 +15,11 @@ from rungway.budget.local import (
     Shortfall,
 )
 from rungway.budget.period import period_start
+from rungway.budget.unavailable import BudgetUnavailable
 
 __all__ = [
     "DEFAULT_OUTPUT_CEILING",
+    "BudgetUnavailable",
     "HeldFor",
     "KeyBudget",
     "LocalBudget",

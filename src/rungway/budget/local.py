@@ -122,7 +122,7 @@ class LocalBudget:
         # Ids must not repeat across restarts: the log may still hold the last run's.
         self._ids = itertools.count(secrets.randbits(48) << 12)
 
-    def reserve(
+    async def reserve(
         self,
         rung: Rung,
         client_key: str | None,
@@ -134,7 +134,8 @@ class LocalBudget:
         """Hold `amount` against the rung's and the key's budgets, or say which cannot.
 
         None when neither has a budget: there is nothing to hold against, and the cost is
-        counted when it is known (`spend`).
+        counted when it is known (`spend`). It never waits: the check and the hold run in
+        one step of the event loop.
         """
         account = self._rung_account(rung, now)
         key_account = self._key_account(client_key, now)
@@ -180,8 +181,16 @@ class LocalBudget:
         if key_account is not None and reservation.key_period == key_account.start:
             key_account.spent += cost
 
-    def spend(self, rung: Rung, client_key: str | None, cost: float, now: float) -> None:
-        """Count a cost that had no reservation."""
+    def spend(
+        self,
+        rung: Rung,
+        client_key: str | None,
+        cost: float,
+        now: float,
+        *,
+        request_id: str | None = None,
+    ) -> None:
+        """Count a cost that had no reservation (`request_id` names its request)."""
         self._rung_account(rung, now).spent += cost
         key_account = self._key_account(client_key, now)
         if key_account is not None:

@@ -18,7 +18,7 @@ from rungway.adapters.base import (
     streams_only,
     whole_reply,
 )
-from rungway.budget import Shortfall
+from rungway.budget import BudgetUnavailable, Shortfall
 from rungway.clock import Clock
 from rungway.credentials.redaction import redact_bytes
 from rungway.engine.answers import AnswerReader
@@ -83,9 +83,10 @@ class Engine:
                 continue
             started = time.perf_counter()
             result = await self._route(call, route, trail)
-            if isinstance(result, Shortfall):
+            if isinstance(result, Shortfall | BudgetUnavailable):
                 # Checked on every attempt, fall-throughs included: this rung's budget (or
-                # the key's) cannot take the request's worst case, so it goes on up the plan.
+                # the key's) cannot take the request's worst case, or cannot be checked, so
+                # it goes on up the plan.
                 trail.shortfalls.append(result)
                 continue
             if not isinstance(result, Failure):
@@ -191,7 +192,9 @@ class Engine:
         )
         return Refusal(500, message, "gateway_error")
 
-    def _held_request(self, call: Call, route: Route, trail: Trail) -> UpstreamRequest | Shortfall:
+    async def _held_request(
+        self, call: Call, route: Route, trail: Trail
+    ) -> UpstreamRequest | Shortfall | BudgetUnavailable:
         """The request for `route`, once its budget holds what it could cost."""
         translation = trail.translation if route.adapter.api is not call.api else None
         sent, sent_raw = call.body, call.raw_body
@@ -209,8 +212,8 @@ class Engine:
         # limit); a second try's hold replaces its first attempt's.
         self._spending.release(trail.reservation)
         trail.reservation = None
-        hold = self._spending.hold(call, route, sent, len(request.body), self._clock.now())
-        if isinstance(hold, Shortfall):
+        hold = await self._spending.hold(call, route, sent, len(request.body), self._clock.now())
+        if isinstance(hold, Shortfall | BudgetUnavailable):
             return hold
         trail.reservation, trail.in_flight = hold, True
         return request
@@ -218,8 +221,8 @@ class Engine:
     async def _attempt(self, call: Call, route: Route, trail: Trail) -> Attempted:
         adapter, connection = route.adapter, route.connection
         translation = trail.translation if adapter.api is not call.api else None
-        request = self._held_request(call, route, trail)
-        if isinstance(request, Shortfall):
+        request = await self._held_request(call, route, trail)
+        if isinstance(request, Shortfall | BudgetUnavailable):
             return request
         trail.sent, trail.answered, trail.overage = time.perf_counter(), None, False
         try:

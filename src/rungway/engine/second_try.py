@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import SecretStr
 
-from rungway.budget import Shortfall
+from rungway.budget import BudgetUnavailable, Shortfall
 from rungway.engine.call import Call, Outcome
 from rungway.engine.output_limit import output_limit_in, within_output_limit
 from rungway.engine.planning import Route
@@ -31,8 +31,9 @@ class Trail(Protocol):
 
 
 T = TypeVar("T", bound=Trail)
-Attempted = Outcome | Failure | Shortfall
-"""What one attempt ends in: an answer, a failure, or a hold its budget could not take."""
+Attempted = Outcome | Failure | Shortfall | BudgetUnavailable
+"""What one attempt ends in: an answer, a failure, or a hold its budget could not take (or
+could not check)."""
 
 
 async def second_try(

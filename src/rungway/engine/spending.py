@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from rungway.adapters.base import Usage
-from rungway.budget import HeldFor, Reservation, Shortfall, cost_ceiling
+from rungway.budget import BudgetUnavailable, HeldFor, Reservation, Shortfall, cost_ceiling
 from rungway.engine.call import Call, Refusal
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
@@ -48,9 +48,9 @@ class Spending:
         self._budget = budget
         self._prices = prices or PriceBook()
 
-    def hold(
+    async def hold(
         self, call: Call, route: Route, sent: Mapping[str, Any], sent_bytes: int, now: float
-    ) -> Reservation | Shortfall | None:
+    ) -> Reservation | Shortfall | BudgetUnavailable | None:
         """A hold for an attempt on a paid rung, priced from `sent`, the body going upstream
         (`sent_bytes` long); None when no budget needs one."""
         if route.rung not in PAID_RUNGS:
@@ -69,7 +69,9 @@ class Spending:
             connection.provider,
             route.target.model,
         )
-        return self._budget.reserve(route.rung, call.client_key, ceiling, now, held_for=held_for)
+        return await self._budget.reserve(
+            route.rung, call.client_key, ceiling, now, held_for=held_for
+        )
 
     def release(self, reservation: Reservation | None) -> None:
         """The attempt failed: it cost nothing."""
@@ -100,7 +102,9 @@ class Spending:
         if reservation is not None:
             self._budget.settle(reservation, costs.incremental, now)
         elif costs.incremental and route.rung is not None:
-            self._budget.spend(route.rung, call.client_key, costs.incremental, now)
+            self._budget.spend(
+                route.rung, call.client_key, costs.incremental, now, request_id=call.request_id
+            )
         return costs
 
 
@@ -131,9 +135,14 @@ def price(
     return Costs(billed or 0.0, listed if listed is not None else usage.cost_usd)
 
 
-def over_budget(shortfalls: list[Shortfall], now: float) -> Refusal:
-    """The refusal for a request whose every paid route was over a budget."""
-    key = next((each for each in shortfalls if each.account == "key"), None)
+def over_budget(shortfalls: list[Shortfall | BudgetUnavailable], now: float) -> Refusal:
+    """The refusal for a request whose every paid route was over a budget, or whose
+    budgets could not be checked."""
+    unchecked = next((each for each in shortfalls if isinstance(each, BudgetUnavailable)), None)
+    if unchecked is not None:
+        return budget_store_unavailable(unchecked)
+    over = [each for each in shortfalls if isinstance(each, Shortfall)]
+    key = next((each for each in over if each.account == "key"), None)
     if key is not None:
         message = (
             f"client key {key.name!r} has spent its ${key.budget_usd:g} budget for this "
@@ -141,10 +150,10 @@ def over_budget(shortfalls: list[Shortfall], now: float) -> Refusal:
             "or wait for the reset"
         )
         return Refusal(429, message, code="budget_exhausted", retry_after_s=key.resets_at - now)
-    rungs = sorted({each.name for each in shortfalls})
-    period = shortfalls[0].period if shortfalls else "period"
+    rungs = sorted({each.name for each in over})
+    period = over[0].period if over else "period"
     # The first budget to reset is the first that can take the request again.
-    resets_at = min((each.resets_at for each in shortfalls), default=None)
+    resets_at = min((each.resets_at for each in over), default=None)
     message = (
         f"the budget of the {' and '.join(rungs)} rung for this {period} cannot take this "
         "request's maximum cost"
@@ -153,6 +162,22 @@ def over_budget(shortfalls: list[Shortfall], now: float) -> Refusal:
     )
     wait = None if resets_at is None else max(1.0, resets_at - now)
     return Refusal(429, message, code="budget_exhausted", retry_after_s=wait)
+
+
+def budget_store_unavailable(unchecked: BudgetUnavailable) -> Refusal:
+    """The refusal for a request whose budgeted paid routes could not be checked."""
+    whose = (
+        f"client key {unchecked.name!r}"
+        if unchecked.account == "key"
+        else f"the {unchecked.name} rung"
+    )
+    message = (
+        f"the budget store ({unchecked.store}) does not answer, so the budget of {whose} "
+        "cannot be checked and no other route could serve this request; budgeted paid rungs "
+        "refuse until it answers rather than spend unmetered: check that Redis is running "
+        "and that state.redis.url points at it"
+    )
+    return Refusal(503, message, code="budget_store_unavailable", retry_after_s=5.0)
 
 
 def _utc(epoch: float) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from rungway.budget.local import HeldFor, Reservation, Shortfall
+from rungway.budget.unavailable import BudgetUnavailable
 from rungway.protocol.failures import Failure
 from rungway.routing.rungs import Rung
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, RungSpend
@@ -27,7 +28,7 @@ class StateSource(Protocol):
 class Budget(Protocol):
     """Where paid attempts' money is held: reserved before an attempt, settled after it."""
 
-    def reserve(
+    async def reserve(
         self,
         rung: Rung,
         client_key: str | None,
@@ -35,17 +36,27 @@ class Budget(Protocol):
         now: float,
         *,
         held_for: HeldFor | None = None,
-    ) -> Reservation | Shortfall | None:
+    ) -> Reservation | Shortfall | BudgetUnavailable | None:
         """Hold `amount` against the rung's and the key's budgets for the request
-        `held_for` names, or say which cannot; None when neither has a budget."""
+        `held_for` names, or say which cannot (over budget, or the budget's store does not
+        answer); None when neither has a budget."""
         ...
 
     def settle(self, reservation: Reservation, cost: float, now: float) -> None:
         """Replace a reservation with the real cost."""
         ...
 
-    def spend(self, rung: Rung, client_key: str | None, cost: float, now: float) -> None:
-        """Count a cost that had no reservation."""
+    def spend(
+        self,
+        rung: Rung,
+        client_key: str | None,
+        cost: float,
+        now: float,
+        *,
+        request_id: str | None = None,
+    ) -> None:
+        """Count a cost that had no reservation; `request_id` lets a shared store count it
+        once however often it is sent."""
         ...
 
     def release(self, reservation: Reservation) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rungway.adapters.base import Usage
-from rungway.budget import Reservation, Shortfall
+from rungway.budget import BudgetUnavailable, Reservation, Shortfall
 from rungway.engine.call import Call
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt
@@ -37,7 +37,7 @@ class Trail:
     """Whether the current route's request has gone upstream (so it may be billed)."""
     overage: bool = False
     """Whether the current attempt's response says it was served past the plan's quota."""
-    shortfalls: list[Shortfall] = field(default_factory=list)
+    shortfalls: list[Shortfall | BudgetUnavailable] = field(default_factory=list)
     translation: Translation | None = None
     spent: set[str] = field(default_factory=set)
     """Connections whose quota ran out for every model during this request."""

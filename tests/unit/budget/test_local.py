@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -44,7 +45,7 @@ def _budget(
 
 def test_holds_fill_a_budget_and_no_further() -> None:
     budget = _budget()
-    holds = [budget.reserve(Rung.CHEAP, None, 0.3, NOW) for _ in range(4)]
+    holds = [asyncio.run(budget.reserve(Rung.CHEAP, None, 0.3, NOW)) for _ in range(4)]
     assert [isinstance(hold, Reservation) for hold in holds] == [True, True, True, False]
     spend = budget.rung_spend(NOW)[Rung.CHEAP]
     assert spend.spent_usd == 0.0
@@ -53,45 +54,45 @@ def test_holds_fill_a_budget_and_no_further() -> None:
 
 def test_settling_replaces_the_hold_with_the_real_cost() -> None:
     budget = _budget()
-    hold = budget.reserve(Rung.CHEAP, None, 0.9, NOW)
+    hold = asyncio.run(budget.reserve(Rung.CHEAP, None, 0.9, NOW))
     assert isinstance(hold, Reservation)
-    assert isinstance(budget.reserve(Rung.CHEAP, None, 0.2, NOW), Shortfall)
+    assert isinstance(asyncio.run(budget.reserve(Rung.CHEAP, None, 0.2, NOW)), Shortfall)
     budget.settle(hold, 0.05, NOW)
     assert budget.rung_spend(NOW)[Rung.CHEAP] == RungSpend(0.05, 0.0)
-    assert isinstance(budget.reserve(Rung.CHEAP, None, 0.9, NOW), Reservation)
+    assert isinstance(asyncio.run(budget.reserve(Rung.CHEAP, None, 0.9, NOW)), Reservation)
 
 
 def test_a_released_hold_costs_nothing() -> None:
     budget = _budget()
-    hold = budget.reserve(Rung.CHEAP, None, 1.0, NOW)
+    hold = asyncio.run(budget.reserve(Rung.CHEAP, None, 1.0, NOW))
     assert isinstance(hold, Reservation)
     budget.release(hold)
     assert budget.rung_spend(NOW) == {}
-    assert isinstance(budget.reserve(Rung.CHEAP, None, 1.0, NOW), Reservation)
+    assert isinstance(asyncio.run(budget.reserve(Rung.CHEAP, None, 1.0, NOW)), Reservation)
 
 
 def test_an_orphaned_hold_expires() -> None:
     budget = _budget(settings=SETTINGS.model_copy(update={"reservation_ttl_s": 60}))
-    assert isinstance(budget.reserve(Rung.CHEAP, None, 1.0, NOW), Reservation)
-    assert isinstance(budget.reserve(Rung.CHEAP, None, 0.1, NOW + 59), Shortfall)
-    assert isinstance(budget.reserve(Rung.CHEAP, None, 0.1, NOW + 60), Reservation)
+    assert isinstance(asyncio.run(budget.reserve(Rung.CHEAP, None, 1.0, NOW)), Reservation)
+    assert isinstance(asyncio.run(budget.reserve(Rung.CHEAP, None, 0.1, NOW + 59)), Shortfall)
+    assert isinstance(asyncio.run(budget.reserve(Rung.CHEAP, None, 0.1, NOW + 60)), Reservation)
 
 
 def test_spend_is_seeded_from_the_ledger_and_starts_over_each_period() -> None:
     budget = _budget({"rung:cheap": 0.95, "rung:premium": 3.0})
-    assert isinstance(budget.reserve(Rung.CHEAP, None, 0.1, NOW), Shortfall)
+    assert isinstance(asyncio.run(budget.reserve(Rung.CHEAP, None, 0.1, NOW)), Shortfall)
     assert budget.rung_spend(NOW)[Rung.PREMIUM] == RungSpend(3.0, 0.0)
     # A rung without a budget takes anything.
-    assert budget.reserve(Rung.PREMIUM, None, 100.0, NOW) is None
+    assert asyncio.run(budget.reserve(Rung.PREMIUM, None, 100.0, NOW)) is None
     next_month = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
     fresh = LocalBudget(SETTINGS, lambda since, by: {} if since >= next_month else {"cheap": 0.95})
-    assert isinstance(fresh.reserve(Rung.CHEAP, None, 0.1, NOW), Shortfall)
-    assert isinstance(fresh.reserve(Rung.CHEAP, None, 0.1, next_month), Reservation)
+    assert isinstance(asyncio.run(fresh.reserve(Rung.CHEAP, None, 0.1, NOW)), Shortfall)
+    assert isinstance(asyncio.run(fresh.reserve(Rung.CHEAP, None, 0.1, next_month)), Reservation)
 
 
 def test_a_hold_from_last_period_settles_nothing_into_this_one() -> None:
     budget = _budget()
-    hold = budget.reserve(Rung.CHEAP, None, 0.5, NOW)
+    hold = asyncio.run(budget.reserve(Rung.CHEAP, None, 0.5, NOW))
     assert isinstance(hold, Reservation)
     next_month = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
     budget.settle(hold, 0.5, next_month)
@@ -115,28 +116,28 @@ KEYS = (KeyBudget("alice", 0.5, "day"),)
 
 def test_a_key_budget_caps_the_key_on_every_paid_rung() -> None:
     budget = _budget(keys=KEYS)
-    cheap = budget.reserve(Rung.CHEAP, "alice", 0.3, NOW)
+    cheap = asyncio.run(budget.reserve(Rung.CHEAP, "alice", 0.3, NOW))
     assert isinstance(cheap, Reservation)
-    refused = budget.reserve(Rung.PREMIUM, "alice", 0.3, NOW)
+    refused = asyncio.run(budget.reserve(Rung.PREMIUM, "alice", 0.3, NOW))
     assert refused == Shortfall("key", "alice", 0.5, "day", period_bounds("day", NOW)[1])
     # Other keys and requests without a key are not held to alice's budget.
-    assert budget.reserve(Rung.PREMIUM, "bob", 0.3, NOW) is None
-    assert budget.reserve(Rung.PREMIUM, None, 0.3, NOW) is None
+    assert asyncio.run(budget.reserve(Rung.PREMIUM, "bob", 0.3, NOW)) is None
+    assert asyncio.run(budget.reserve(Rung.PREMIUM, None, 0.3, NOW)) is None
     budget.settle(cheap, 0.1, NOW)
     assert budget.key_spend("alice", NOW) == RungSpend(0.1, 0.0)
-    assert isinstance(budget.reserve(Rung.PREMIUM, "alice", 0.3, NOW), Reservation)
+    assert isinstance(asyncio.run(budget.reserve(Rung.PREMIUM, "alice", 0.3, NOW)), Reservation)
 
 
 def test_the_rung_budget_is_checked_before_the_key_budget() -> None:
     budget = _budget(keys=KEYS)
-    refused = budget.reserve(Rung.CHEAP, "alice", 1.5, NOW)
+    refused = asyncio.run(budget.reserve(Rung.CHEAP, "alice", 1.5, NOW))
     assert isinstance(refused, Shortfall)
     assert refused.account == "rung"
 
 
 def test_a_key_starts_each_of_its_own_periods_from_the_ledger() -> None:
     budget = _budget({"key:alice": 0.45, "rung:cheap": 0.45}, keys=KEYS)
-    assert isinstance(budget.reserve(Rung.PREMIUM, "alice", 0.1, NOW), Shortfall)
+    assert isinstance(asyncio.run(budget.reserve(Rung.PREMIUM, "alice", 0.1, NOW)), Shortfall)
     assert budget.key_spend("bob", NOW) is None
 
 
@@ -154,7 +155,9 @@ class _Log:
 def test_reservations_are_written_down_before_use_and_struck_out_after() -> None:
     log = _Log()
     budget = _budget(settings=SETTINGS.model_copy(update={"reservation_ttl_s": 60}), log=log)
-    kept, given_back, left = (budget.reserve(Rung.CHEAP, None, 0.1, NOW) for _ in range(3))
+    kept, given_back, left = (
+        asyncio.run(budget.reserve(Rung.CHEAP, None, 0.1, NOW)) for _ in range(3)
+    )
     assert isinstance(kept, Reservation)
     assert isinstance(given_back, Reservation)
     assert isinstance(left, Reservation)

@@ -24,7 +24,7 @@ NOW = 1_796_000_000.0
 # Settles three paid requests and opens a fourth reservation, then dies by SIGKILL before
 # the ledger's writer (which gathers rows for 50 ms) can commit anything.
 _CRASHING_CHILD = """
-import os, signal, sys
+import asyncio, os, signal, sys
 from pathlib import Path
 from rungway.budget import LocalBudget
 from rungway.engine.record import RequestRecord
@@ -43,11 +43,11 @@ budget = LocalBudget(
     LadderSettings(rung_budget_usd=dict(cheap=10)), ledger.spent_since, log=ledger
 )
 for n in range(3):
-    held = budget.reserve(Rung.CHEAP, None, 0.5, {now})
+    held = asyncio.run(budget.reserve(Rung.CHEAP, None, 0.5, {now}))
     budget.settle(held, 0.01, {now})
     ledger.record(row(f"paid-{{n}}", "cheap", 0.01), settles=held)
 ledger.record(row("free-0", "keyless", 0.0))
-budget.reserve(Rung.CHEAP, "alice", 0.25, {now})
+asyncio.run(budget.reserve(Rung.CHEAP, "alice", 0.25, {now}))
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
