@@ -31,6 +31,17 @@ SpentSince = Callable[[float, Grouping], Mapping[str, float]]
 
 
 @dataclass(frozen=True, slots=True)
+class UnrecordedCost:
+    """A ledger row a crash left (`unrecorded`): its request's whole hold, counted as spent."""
+
+    request_id: str
+    rung: str | None
+    client_key: str | None
+    cost_usd: float
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class KeyBudget:
     """A client key's own budget."""
 

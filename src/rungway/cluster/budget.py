@@ -1,0 +1,403 @@
+"""Budgets per paid rung and per client key, shared by every process on one Redis.
+
+The same role as `LocalBudget`, for a cluster: every worker and replica that uses the same
+`RedisLink` prefix holds against the same spend and the same open holds.
+
+- A reserve is one round trip: a Lua script drops the accounts' expired holds, checks
+  spent + held + amount against each budget, and adds the hold to both accounts or to
+  neither (`budget_scripts.RESERVE`).
+- Settles, releases and costs without a hold go to a background sender
+  (`budget_writer.SpendWriter`), idempotent and replayed after an outage.
+- `rung_spend` and `key_spend` stay synchronous for the ladder and the reports: they read
+  a local mirror, updated from each reserve's reply and refreshed every second. The
+  script, not the mirror, decides whether a hold fits.
+- While Redis does not answer, a hold against a budget is refused (`BudgetUnavailable`):
+  a budgeted paid rung is never served unmetered. Nothing without a budget needs Redis.
+- Every hold is also written to the local `ReservationLog` (the ledger's journal) before
+  it is relied on, so a killed process still leaves its `unrecorded` rows; in Redis its
+  holds expire for the whole cluster after `reservation_ttl_s`, and when it starts again
+  the cost of those rows reaches the shared spend once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from redis.exceptions import ResponseError
+
+from rungway.budget.local import (
+    Grouping,
+    HeldFor,
+    KeyBudget,
+    Reservation,
+    ReservationLog,
+    Shortfall,
+    SpentSince,
+    UnrecordedCost,
+)
+from rungway.budget.period import Period, period_bounds
+from rungway.budget.unavailable import BudgetUnavailable
+from rungway.clock import Clock
+from rungway.cluster.budget_scripts import MISSING, RESERVE, SHORT, TOTALS, nano, usd
+from rungway.cluster.budget_writer import SpendWriter, Target, Unrecorded, crash_marker, stopped
+from rungway.cluster.link import UNREACHABLE, RedisLink
+from rungway.routing.rungs import Rung
+from rungway.routing.settings import LadderSettings
+from rungway.routing.snapshot import RungSpend
+
+log = logging.getLogger("rungway.cluster")
+
+_TOKEN_GRACE_S: Final = 86_400
+"""How long past its expiry a hold's token lives: a settle that late still counts once."""
+_RUNGS: Final = {rung.label: rung for rung in Rung}
+
+
+class _Account:
+    """One budget's keys and its mirrored figures."""
+
+    __slots__ = ("budget", "grouping", "holds", "name", "period", "reserved", "seen", "target")
+
+    def __init__(
+        self, link: RedisLink, grouping: Grouping, name: str, budget: float | None, period: Period
+    ) -> None:
+        self.grouping: Grouping = grouping
+        self.name = name
+        self.budget = budget
+        self.period = period
+        self.holds = link.key("budget", "holds", f"{grouping}:{name}")
+        self.reserved = link.key("budget", "reserved", f"{grouping}:{name}")
+        self.target = Target(grouping, name, float("-inf"), float("-inf"), "", "", "")
+        self.seen = (float("nan"), 0.0, 0.0)
+        """The mirror: the period start, its spend and the open holds, in US dollars."""
+
+    def target_at(self, link: RedisLink, now: float) -> Target:
+        """The keys of the period holding `now`."""
+        target = self.target
+        if not target.start <= now < target.end:
+            target = self.target = self.target_of(link, period_bounds(self.period, now))
+        return target
+
+    def target_of(self, link: RedisLink, bounds: tuple[float, float]) -> Target:
+        """The keys of the period `bounds`."""
+        start, end = bounds
+        spent = link.key("budget", "spent", f"{self.grouping}:{self.name}", str(int(start)))
+        return Target(self.grouping, self.name, start, end, spent, self.holds, self.reserved)
+
+    def figures(self, now_start: float) -> tuple[float, float]:
+        """Spent and held in the period starting at `now_start`, as last mirrored."""
+        start, spent, held = self.seen
+        return (spent if start == now_start else 0.0), held
+
+
+class RedisBudget:
+    """Budgets per paid rung and per client key, shared through Redis."""
+
+    def __init__(
+        self,
+        settings: LadderSettings,
+        link: RedisLink,
+        spent_since: SpentSince,
+        *,
+        clock: Clock,
+        keys: Iterable[KeyBudget] = (),
+        log: ReservationLog | None = None,
+        unrecorded: Unrecorded | None = None,
+        refresh_s: float = 1.0,
+    ) -> None:
+        self._link = link
+        self._clock = clock
+        self._ttl = settings.reservation_ttl_s
+        self._token_ttl = int(self._ttl) + _TOKEN_GRACE_S
+        self._log = log
+        self._unrecorded = unrecorded
+        self._refresh_s = refresh_s
+        self._rungs = {
+            rung: _Account(
+                link, "rung", rung.label, settings.budget_for(rung), settings.budget_period
+            )
+            for rung in Rung
+        }
+        self._keys = {
+            key.name: _Account(link, "key", key.name, key.budget_usd, key.period) for key in keys
+        }
+        self._reserve = link.client.register_script(RESERVE)
+        self._totals = link.client.register_script(TOTALS)
+        self._writer = SpendWriter(link, spent_since, unrecorded, clock)
+        self._open: dict[int, Reservation] = {}
+        # Ids must not repeat across processes or restarts: the journal may hold the last's.
+        self._ids = itertools.count(secrets.randbits(48) << 12)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        link.on_join(self._joined)
+
+    async def reserve(
+        self,
+        rung: Rung,
+        client_key: str | None,
+        amount: float,
+        now: float,
+        *,
+        held_for: HeldFor | None = None,
+    ) -> Reservation | Shortfall | BudgetUnavailable | None:
+        """Hold `amount` against the rung's and the key's budgets in one round trip, or say
+        which cannot; refused while Redis does not answer; None when neither has a budget."""
+        account = self._rungs[rung]
+        key = self._keys.get(client_key) if client_key is not None else None
+        if account.budget is None and (key is None or key.budget is None):
+            return None
+        if not self._link.up:
+            return self._unavailable(account, key)
+        link = self._link
+        accounts = (account,) if key is None else (account, key)
+        targets = tuple(each.target_at(link, now) for each in accounts)
+        reservation_id = next(self._ids)
+        held = nano(amount)
+        member = f"{reservation_id}:{held}"
+        expires_at = now + self._ttl
+        keys = [part for t in targets for part in (t.spent, t.holds, t.reserved)]
+        keys.append(link.key("budget", "hold", str(reservation_id)))
+        args: list[str | int] = [repr(now), repr(expires_at), held, member, self._token_ttl]
+        args += ["" if each.budget is None else nano(each.budget) for each in accounts]
+        for _ in range(3):
+            try:
+                reply = await self._reserve(keys, args)
+                if reply[0] != MISSING:
+                    break
+                # First use, a new period, or a Redis that restarted empty: seed, then retry.
+                await self._writer.seed([targets[int(reply[1]) - 1]])
+            except ResponseError:
+                log.exception("budget: redis refused the reserve script")
+                return self._unavailable(account, key)
+            except UNREACHABLE as error:
+                link.lost(error)
+                return self._unavailable(account, key)
+        else:
+            return self._unavailable(account, key)
+        for index, each in enumerate(accounts):
+            each.seen = (targets[index].start, usd(reply[2 + 2 * index]), usd(reply[3 + 2 * index]))
+        if reply[0] == SHORT:
+            index = int(reply[1]) - 1
+            short = accounts[index]
+            assert short.budget is not None
+            return Shortfall(
+                short.grouping, short.name, short.budget, short.period, targets[index].end
+            )
+        reservation = Reservation(
+            reservation_id,
+            rung,
+            client_key,
+            amount,
+            expires_at,
+            targets[0].start,
+            targets[1].start if key is not None else float("nan"),
+            held_for,
+        )
+        if self._log is not None:
+            self._log.opened(reservation)
+        self._open[reservation_id] = reservation
+        return reservation
+
+    def settle(self, reservation: Reservation, cost: float, now: float) -> None:
+        """Replace the hold with the request's real cost, in its own period; sent in the
+        background, counted once however often it is sent."""
+        self._open.pop(reservation.id, None)
+        targets = self._hold_targets(reservation)
+        self._writer.queue("settle", *self._hold_keys(reservation), targets, nano(cost))
+        self._mirror(targets, cost, -reservation.amount)
+
+    def release(self, reservation: Reservation) -> None:
+        """Give the hold back: the attempt cost nothing."""
+        if self._open.pop(reservation.id, None) is not None and self._log is not None:
+            self._log.closed(reservation.id)
+        targets = self._hold_targets(reservation)
+        self._writer.queue("release", *self._hold_keys(reservation), targets, 0)
+        self._mirror(targets, 0.0, -reservation.amount)
+
+    def spend(
+        self,
+        rung: Rung,
+        client_key: str | None,
+        cost: float,
+        now: float,
+        *,
+        request_id: str | None = None,
+    ) -> None:
+        """Count a cost that had no hold; counted once per `request_id`."""
+        targets = self._targets(rung, client_key, now)
+        marker = self._link.key("budget", "done", request_id or secrets.token_hex(12))
+        self._writer.queue("spend", marker, "", targets, nano(cost))
+        self._mirror(targets, cost, 0.0)
+
+    def rung_spend(self, now: float) -> Mapping[Rung, RungSpend]:
+        """Spent and reserved per rung in the current period, as last mirrored."""
+        spend = {}
+        for rung, account in self._rungs.items():
+            spent, held = account.figures(account.target_at(self._link, now).start)
+            if spent or held:
+                spend[rung] = RungSpend(spent, held)
+        return spend
+
+    def key_spend(self, client_key: str, now: float) -> RungSpend | None:
+        """Spent and reserved by a budgeted key in its current period (None if unbudgeted)."""
+        account = self._keys.get(client_key)
+        if account is None:
+            return None
+        return RungSpend(*account.figures(account.target_at(self._link, now).start))
+
+    @property
+    def pending(self) -> int:
+        """Changes not yet acknowledged by Redis."""
+        return self._writer.pending
+
+    async def start(self) -> None:
+        """Queue the cost of the crash rows this period holds, and start the sender and
+        the mirror's refresher; call before the link starts, so its join seeds and sends."""
+        now = self._clock.now()
+        if self._unrecorded is not None:
+            since = min(
+                each.target_at(self._link, now).start
+                for each in (*self._rungs.values(), *self._keys.values())
+            )
+            for row in await asyncio.to_thread(self._unrecorded, since):
+                self._recover(row)
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._writer.run()),
+            loop.create_task(self._refresh_forever()),
+        ]
+
+    async def flush(self) -> None:
+        """Send every queued change now (raises when Redis does not answer)."""
+        await self._writer.flush()
+
+    async def close(self) -> None:
+        """Stop the background tasks, sending what is queued if Redis answers."""
+        self._writer.stop()
+        self._stopping = True
+        for task in self._tasks:
+            await stopped(task)
+        if self._link.up and self._writer.pending:
+            try:
+                await asyncio.wait_for(self._writer.flush(), timeout=2.0)
+            except UNREACHABLE as error:  # asyncio's timeout among them
+                log.warning("budget: redis did not take the last changes: %s", error)
+        if self._writer.pending:
+            log.warning(
+                "budget: %d changes never reached redis at %s; the ledger holds their rows",
+                self._writer.pending,
+                self._link.address,
+            )
+
+    async def refresh(self, now: float) -> None:
+        """Read every account's spend and open holds into the mirror in one round trip,
+        dropping expired holds; seed the spend hashes found missing."""
+        accounts = [*self._rungs.values(), *self._keys.values()]
+        targets = [each.target_at(self._link, now) for each in accounts]
+        keys = [part for t in targets for part in (t.spent, t.holds, t.reserved)]
+        reply = await self._totals(keys, [repr(now)])
+        missing = []
+        for index, (account, target) in enumerate(zip(accounts, targets, strict=True)):
+            spent, held = reply[2 * index], reply[2 * index + 1]
+            if spent < 0:
+                missing.append(target)
+            account.seen = (target.start, usd(max(0, spent)), usd(held))
+        # This process's own holds that expired no longer need the journal's entry.
+        for reservation in [each for each in self._open.values() if each.expires_at <= now]:
+            del self._open[reservation.id]
+            if self._log is not None:
+                self._log.closed(reservation.id)
+        if missing:
+            await self._writer.seed(missing)
+
+    async def _joined(self) -> None:
+        """(Re)joined Redis: seed this period's spend, replay what waited, read the mirror."""
+        now = self._clock.now()
+        accounts = [*self._rungs.values(), *self._keys.values()]
+        try:
+            await self._writer.seed(each.target_at(self._link, now) for each in accounts)
+            await self._writer.flush()
+            await self.refresh(now)
+        except UNREACHABLE:
+            raise
+        except Exception:
+            # A ledger that cannot be read must not keep the link down: a reserve seeds later.
+            log.exception("budget: could not seed or replay on joining redis")
+
+    async def _refresh_forever(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(self._refresh_s)
+            if not self._link.up or self._stopping:
+                continue
+            try:
+                await self.refresh(self._clock.now())
+            except UNREACHABLE as error:
+                self._link.lost(error)
+            except Exception:
+                log.exception("budget: refreshing the mirror from redis failed")
+
+    def _recover(self, row: UnrecordedCost) -> None:
+        """Queue a crash row's cost for the accounts whose current period holds it."""
+        now = self._clock.now()
+        accounts = []
+        rung = _RUNGS.get(row.rung or "")
+        if rung is not None:
+            accounts.append(self._rungs[rung])
+        key = self._keys.get(row.client_key) if row.client_key is not None else None
+        if key is not None:
+            accounts.append(key)
+        targets = tuple(
+            target
+            for target in (each.target_at(self._link, now) for each in accounts)
+            if target.start <= row.started_at
+        )
+        if targets and row.cost_usd > 0:
+            marker = crash_marker(row.request_id)
+            self._writer.queue("recover", targets[0].spent, marker, targets, nano(row.cost_usd))
+
+    def _targets(self, rung: Rung, client_key: str | None, now: float) -> tuple[Target, ...]:
+        rung_target = self._rungs[rung].target_at(self._link, now)
+        key = self._keys.get(client_key) if client_key is not None else None
+        if key is None:
+            return (rung_target,)
+        return rung_target, key.target_at(self._link, now)
+
+    def _hold_targets(self, reservation: Reservation) -> tuple[Target, ...]:
+        """The hold's accounts, each in the period it was taken in."""
+        accounts = [self._rungs[reservation.rung]]
+        starts = [reservation.rung_period]
+        key = self._keys.get(reservation.client_key) if reservation.client_key else None
+        if key is not None:
+            accounts.append(key)
+            starts.append(reservation.key_period)
+        targets = []
+        for account, start in zip(accounts, starts, strict=True):
+            target = account.target
+            if target.start != start:
+                target = account.target_of(self._link, period_bounds(account.period, start))
+            targets.append(target)
+        return tuple(targets)
+
+    def _hold_keys(self, reservation: Reservation) -> tuple[str, str]:
+        token = self._link.key("budget", "hold", str(reservation.id))
+        return token, f"{reservation.id}:{nano(reservation.amount)}"
+
+    def _mirror(self, targets: tuple[Target, ...], cost: float, held: float) -> None:
+        for target in targets:
+            if target.grouping == "rung":
+                account = self._rungs[_RUNGS[target.name]]
+            else:
+                account = self._keys[target.name]
+            start, spent, reserved = account.seen
+            if start == target.start:
+                account.seen = (start, spent + cost, max(0.0, reserved + held))
+            else:
+                account.seen = (start, spent, max(0.0, reserved + held))
+
+    def _unavailable(self, account: _Account, key: _Account | None) -> BudgetUnavailable:
+        budgeted = account if account.budget is not None or key is None else key
+        return BudgetUnavailable(budgeted.grouping, budgeted.name, f"redis at {self._link.address}")

@@ -1,0 +1,280 @@
+"""The changes a budget sends to Redis off the request path, and the seeding of spend.
+
+Settles, releases and costs without a hold are queued on the event loop and sent by one
+background task, many to a pipeline (one round trip). Each is idempotent in Redis (a
+hold's token, a request's marker, a crash row's marker), so one whose answer was lost can
+be sent again. While Redis does not answer they stay queued, and the link's join replays
+them, so spend and holds agree again once it is back.
+
+A period's spend hash is seeded from the ledger, only when it is missing (first use, a new
+period, a Redis that restarted empty) and only once however many processes try: `SEED`
+sets it when it does not exist. The ledger already holds the row of every change this
+process queued before reading it, so when this process's seed is the one that lands,
+those changes send no cost to that hash: the seed counts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError, ResponseError
+
+from rungway.budget.local import Grouping, SpentSince, UnrecordedCost
+from rungway.clock import Clock
+from rungway.cluster.budget_scripts import APPLY, SEED, nano
+from rungway.cluster.link import UNREACHABLE, RedisLink
+
+log = logging.getLogger("rungway.cluster")
+
+Unrecorded = Callable[[float], Iterable[UnrecordedCost]]
+"""The rows a crash left as `unrecorded` since an instant, read from the ledger."""
+
+Kind = Literal["settle", "release", "spend", "recover"]
+_BATCH: Final = 256
+_MAX_QUEUED: Final = 100_000
+"""Beyond this many changes waiting for Redis the oldest are dropped (and logged): memory
+must stay bounded through a long outage. The ledger still holds their rows."""
+_MARKER_TTL_S: Final = 86_400
+"""How long a cost without a hold is remembered as counted: longer than any replay."""
+_KEEP_PAST_PERIOD_S: Final = 7 * 86_400
+"""How long a period's spend hash outlives its period, for settles that arrive late."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One account's keys for one budget period."""
+
+    grouping: Grouping
+    name: str
+    start: float
+    end: float
+    spent: str
+    holds: str
+    reserved: str
+
+
+@dataclass(slots=True)
+class _Change:
+    seq: int
+    kind: Kind
+    marker: str
+    """KEYS[1]: the hold's token, the request's marker (spend), any key (recover)."""
+    member: str
+    """The hold's `<id>:<amount>` member, or a crash row's marker field (recover)."""
+    targets: tuple[Target, ...]
+    cost: int
+
+
+class SpendWriter:
+    """Queues budget changes and sends them to Redis in pipelines; seeds spend hashes."""
+
+    def __init__(
+        self,
+        link: RedisLink,
+        spent_since: SpentSince,
+        unrecorded: Unrecorded | None,
+        clock: Clock,
+    ) -> None:
+        self._link = link
+        self._spent_since = spent_since
+        self._unrecorded = unrecorded
+        self._clock = clock
+        self._apply = link.client.register_script(APPLY)
+        self._seed = link.client.register_script(SEED)
+        self._queue: deque[_Change] = deque()
+        self._seq = itertools.count()
+        self._next_seq = 0
+        self._covered: dict[str, int] = {}
+        """Per spend hash this process seeded: changes numbered below it are in the seed."""
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._stopping = False
+
+    @property
+    def pending(self) -> int:
+        """Changes not yet acknowledged by Redis."""
+        return len(self._queue)
+
+    def queue(
+        self, kind: Kind, marker: str, member: str, targets: tuple[Target, ...], cost: int
+    ) -> None:
+        """Queue one change for the background sender."""
+        self._next_seq = seq = next(self._seq) + 1
+        self._queue.append(_Change(seq - 1, kind, marker, member, targets, cost))
+        if len(self._queue) > _MAX_QUEUED:
+            dropped = self._queue.popleft()
+            log.error(
+                "budget: %d changes wait for redis at %s; dropped the oldest (%s of $%.6f)",
+                _MAX_QUEUED,
+                self._link.address,
+                dropped.kind,
+                dropped.cost / 1e9,
+            )
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Send what is queued whenever there is something and Redis answers, until
+        `stop`."""
+        # Stopped by a flag, not only by cancelling: redis-py can swallow a cancellation
+        # that arrives while a command waits for its answer.
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._stopping:
+                return
+            if not self._link.up:
+                continue  # the join replays the queue
+            try:
+                await self.flush()
+            except UNREACHABLE as error:
+                self._link.lost(error)
+            except Exception:
+                log.exception("budget: sending queued changes to redis failed")
+                await asyncio.sleep(1.0)
+                self._wake.set()
+
+    def stop(self) -> None:
+        """Make `run` return once its current batch is answered."""
+        self._stopping = True
+        self._wake.set()
+
+    async def flush(self) -> None:
+        """Send everything queued, seeding the spend hashes it finds missing; raises what
+        the link raises when Redis does not answer (the changes then stay queued)."""
+        async with self._lock:
+            rounds = 0
+            while self._queue:
+                missing = await self._send(list(itertools.islice(self._queue, _BATCH)))
+                if missing:
+                    rounds += 1
+                    if rounds > 3:
+                        # Seeded three times and still missing: something else deletes them.
+                        names = sorted(each.spent for each in missing)
+                        log.error("budget: spend hashes %s vanish once seeded", names)
+                        return
+                    await self._seed_locked(missing)
+
+    async def seed(self, targets: Iterable[Target]) -> None:
+        """Make sure each target's spend hash exists, seeding it from the ledger if not."""
+        async with self._lock:
+            await self._seed_locked(list(targets))
+
+    async def _send(self, batch: list[_Change]) -> list[Target]:
+        calls: list[tuple[list[str], list[str | int]]] = []
+        for change in batch:
+            costs = [
+                0 if change.seq < self._covered.get(target.spent, 0) else change.cost
+                for target in change.targets
+            ]
+            keys = [change.marker]
+            for target in change.targets:
+                keys += (target.spent, target.holds, target.reserved)
+            args: list[str | int] = [change.kind, change.member, _MARKER_TTL_S, *costs]
+            calls.append((keys, args))
+        results = await pipelined(self._link.client, self._apply, calls)
+        missing: dict[str, Target] = {}
+        kept = []
+        for change, result in zip(batch, results, strict=True):
+            if isinstance(result, ResponseError):
+                log.error("budget: redis refused a %s: %s", change.kind, result)
+            elif int(result) < 0:
+                target = change.targets[-int(result) - 1]
+                missing[target.spent] = target
+                kept.append(change)
+        for _ in batch:
+            self._queue.popleft()
+        self._queue.extendleft(reversed(kept))
+        return list(missing.values())
+
+    async def _seed_locked(self, targets: list[Target]) -> None:
+        client = self._link.client
+        async with client.pipeline(transaction=False) as pipe:
+            for target in targets:
+                pipe.exists(target.spent)
+            found = await pipe.execute()
+        absent = [target for target, there in zip(targets, found, strict=True) if not there]
+        if not absent:
+            return
+        # Every change queued so far has its row in the ledger: the seed read next counts it.
+        bound = self._next_seq
+        figures = await asyncio.to_thread(self._read_ledger, absent)
+        now = self._clock.now()
+        calls = []
+        for target in absent:
+            spent, marks = figures[(target.grouping, target.start)]
+            ttl = max(3600, int(target.end - now) + _KEEP_PAST_PERIOD_S)
+            calls.append(
+                (
+                    [target.spent],
+                    [nano(spent.get(target.name, 0.0)), ttl, *marks.get(target.name, ())],
+                )
+            )
+        won = await pipelined(client, self._seed, calls)
+        for target, landed in zip(absent, won, strict=True):
+            if landed:
+                self._covered[target.spent] = bound
+
+    def _read_ledger(
+        self, targets: list[Target]
+    ) -> dict[tuple[Grouping, float], tuple[Mapping[str, float], dict[str, list[str]]]]:
+        """Each period's spend by name, and the crash rows it counts (marker fields)."""
+        periods = {(target.grouping, target.start) for target in targets}
+        # Crash rows first: each one named here is also in the spend read after it.
+        crashed = []
+        if self._unrecorded is not None:
+            crashed = list(self._unrecorded(min(start for _, start in periods)))
+        figures = {}
+        for grouping, start in periods:
+            marks: dict[str, list[str]] = {}
+            for row in crashed:
+                name = row.rung if grouping == "rung" else row.client_key
+                if name is not None and row.started_at >= start:
+                    marks.setdefault(name, []).append(crash_marker(row.request_id))
+            figures[(grouping, start)] = (self._spent_since(start, grouping), marks)
+        return figures
+
+
+async def pipelined(
+    client: Redis, script: AsyncScript, calls: list[tuple[list[str], list[str | int]]]
+) -> list[Any]:
+    """Run `script` once per (keys, args) in one pipeline: one round trip.
+
+    Every call must be idempotent: a Redis that lost its scripts (it restarted) answers the
+    whole batch NOSCRIPT, and the batch is sent again once the script is loaded."""
+    for attempt in range(2):
+        async with client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            results: list[Any] = await pipe.execute(raise_on_error=False)
+        if attempt or not any(isinstance(each, NoScriptError) for each in results):
+            break
+        script.sha = await client.script_load(script.script)
+    for result in results:
+        if isinstance(result, Exception) and not isinstance(result, ResponseError):
+            raise result
+    return results
+
+
+def crash_marker(request_id: str) -> str:
+    """The field that marks a crash row's cost as counted in a spend hash."""
+    return f"r:{request_id}"
+
+
+async def stopped(task: asyncio.Task[None], within_s: float = 2.0) -> None:
+    """Wait for `task` to end, cancelling it if it has not within `within_s`."""
+    await asyncio.wait([task], timeout=within_s)
+    if not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=within_s)
+    if task.done() and not task.cancelled():
+        with contextlib.suppress(Exception):
+            task.result()
