@@ -6,6 +6,7 @@ import asyncio
 import gc
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from rungway.adapters.base import Connection, UsageEndpoint
 from rungway.adapters.registry import provider_entry
 from rungway.budget import KeyBudget, LocalBudget
 from rungway.clock import Clock, SystemClock
+from rungway.cluster.budget import RedisBudget
 from rungway.cluster.health import StoreHealth
 from rungway.cluster.link import RedisLink
 from rungway.cluster.polls import RedisPollClaim
@@ -34,6 +36,7 @@ from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.postgres import PostgresLedger
 from rungway.ledger.sqlite import SqliteLedger
+from rungway.ledger.unrecorded import unrecorded_since
 from rungway.logs.access import AccessLog, AccessSink
 from rungway.metrics.collector import StateCollector
 from rungway.metrics.endpoint import MetricsEndpoint
@@ -135,18 +138,7 @@ def build_gateway(
         observer = verifier = NoTelemetry()
     board = quota.board if quota is not None else None
     poller = quota.poller if quota is not None else None
-    # A SQLite ledger journals reservations; those a crash left open it has already
-    # turned into `unrecorded` rows, which the budget reads as spend.
-    budget = LocalBudget(
-        settings.ladder,
-        store.spent_since,
-        keys=[
-            KeyBudget(key.name, key.budget_usd, key.budget_period)
-            for key in settings.client_keys
-            if key.budget_usd is not None
-        ],
-        log=store if isinstance(store, SqliteLedger) else None,
-    )
+    budget = _budget(settings, store, pg_ledger, link, clock)
     planner = Planner(
         table=table,
         ladder=LadderInputs(
@@ -189,14 +181,11 @@ def build_gateway(
 
     async def startup() -> None:
         await client.start()
-        if link is not None:
-            # Never raises: an unreachable Redis leaves the store degraded until it answers.
-            await link.start()
         if pg_ledger is not None:
-            # Never raises: rows wait in the local outbox until PostgreSQL answers.
+            # Never raises: rows wait in the local outbox until PostgreSQL answers. Started
+            # before the link, whose join seeds the budgets' spend from it.
             await pg_ledger.start()
-        # Read this period's settled spend from the ledger now, not on the first request.
-        budget.prime(clock.now())
+        await _start_budget_and_link(budget, link, clock.now())
         if poller is not None and settings.quota.poll_interval_s > 0:
             background.append(asyncio.get_running_loop().create_task(poller.run()))
         settle_heap()
@@ -207,6 +196,8 @@ def build_gateway(
         await client.close()
         # What the shared store has not written yet goes before the link closes.
         await _stop_sharing(quota)
+        if isinstance(budget, RedisBudget):
+            await budget.close()  # sends the settles that still wait
         if link is not None:
             await link.close()
         await _close_ledgers(store, pg_ledger)
@@ -394,6 +385,54 @@ async def _close_ledgers(
     if pg_ledger is not None:
         await pg_ledger.stop()
     store.close()
+
+
+def _budget(
+    settings: Settings,
+    store: SqliteLedger | MemoryLedger,
+    pg_ledger: PostgresLedger | None,
+    link: RedisLink | None,
+    clock: Clock,
+) -> LocalBudget | RedisBudget:
+    """The budgets: this process's own, or, with a shared Redis, the cluster's."""
+    keys = [
+        KeyBudget(key.name, key.budget_usd, key.budget_period)
+        for key in settings.client_keys
+        if key.budget_usd is not None
+    ]
+    # A SQLite ledger journals reservations; those a crash left open it has already
+    # turned into `unrecorded` rows, which the budget reads as spend.
+    log = store if isinstance(store, SqliteLedger) else None
+    if link is None:
+        return LocalBudget(settings.ladder, store.spent_since, keys=keys, log=log)
+    # Shared spend is seeded from the cluster's ledger where there is one; the crash rows
+    # whose cost must reach it are this process's own.
+    return RedisBudget(
+        settings.ladder,
+        link,
+        (pg_ledger or store).spent_since,
+        clock=clock,
+        keys=keys,
+        log=log,
+        unrecorded=(
+            partial(unrecorded_since, store.path) if isinstance(store, SqliteLedger) else None
+        ),
+    )
+
+
+async def _start_budget_and_link(
+    budget: LocalBudget | RedisBudget, link: RedisLink | None, now: float
+) -> None:
+    """Read this period's settled spend now, not on the first request: a process's own
+    budget from the ledger; a shared one is seeded by the link's join, so it starts first
+    (queueing its crash rows' cost), then the link."""
+    if isinstance(budget, RedisBudget):
+        await budget.start()
+    else:
+        budget.prime(now)
+    if link is not None:
+        # Never raises: an unreachable Redis leaves the store degraded until it answers.
+        await link.start()
 
 
 def _health(link: RedisLink | None, pg_ledger: PostgresLedger | None) -> list[StoreHealth]:
