@@ -18,6 +18,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from rungway.cluster.health import StoreHealth
@@ -47,7 +49,9 @@ class RedisLink:
             url,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
-            # A lost connection is the watcher's to find; a command fails at once.
+            # A lost connection is the watcher's to find; a command fails at once rather
+            # than retrying (redis-py otherwise retries each command with backoff).
+            retry=Retry(NoBackoff(), 0),
             retry_on_timeout=False,
             health_check_interval=0,
         )
@@ -122,8 +126,10 @@ class RedisLink:
         while True:
             if self._up:
                 # Up: sleep until a command reports the link lost (or check now and then).
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=5.0)
+                # Not `wait_for`: on 3.11 it can swallow the cancel `close()` sends.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5.0):
+                        await self._wake.wait()
                 self._wake.clear()
                 if self._up:
                     await self._check()
