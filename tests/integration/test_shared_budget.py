@@ -343,3 +343,18 @@ def test_a_crash_rows_cost_reaches_the_shared_spend_once(redis_prefix: str) -> N
 
     asyncio.run(seeded_after_redis_emptied())
     assert shared_spend(redis_prefix, "rung:cheap", start) == 0.5
+
+
+class _UnreadableLedger(Ledger):
+    def spent_since(self, since: float, by: Grouping) -> dict[str, float]:
+        raise OSError("the ledger's disk is gone")
+
+
+def test_a_budget_whose_spend_cannot_be_seeded_refuses(redis_prefix: str) -> None:
+    async def run() -> None:
+        async with shared_budget(redis_prefix, _UnreadableLedger()) as (budget, link):
+            assert link.up, "a ledger that cannot be read does not keep the link down"
+            refused = await budget.reserve(Rung.CHEAP, None, 0.1, NOW)
+            assert refused == BudgetUnavailable("rung", "cheap", f"redis at {link.address}")
+
+    asyncio.run(run())

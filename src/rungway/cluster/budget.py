@@ -44,7 +44,14 @@ from rungway.budget.period import Period, period_bounds
 from rungway.budget.unavailable import BudgetUnavailable
 from rungway.clock import Clock
 from rungway.cluster.budget_scripts import MISSING, RESERVE, SHORT, TOTALS, nano, usd
-from rungway.cluster.budget_writer import SpendWriter, Target, Unrecorded, crash_marker, stopped
+from rungway.cluster.budget_writer import (
+    LedgerUnreadable,
+    SpendWriter,
+    Target,
+    Unrecorded,
+    crash_marker,
+    stopped,
+)
 from rungway.cluster.link import UNREACHABLE, RedisLink
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
@@ -175,6 +182,10 @@ class RedisBudget:
                 return self._unavailable(account, key)
             except UNREACHABLE as error:
                 link.lost(error)
+                return self._unavailable(account, key)
+            except LedgerUnreadable:
+                # Nothing to hold against: the spend is unknown.
+                log.exception("budget: could not seed %s's spend", account.name)
                 return self._unavailable(account, key)
         else:
             return self._unavailable(account, key)

@@ -49,6 +49,10 @@ _KEEP_PAST_PERIOD_S: Final = 7 * 86_400
 """How long a period's spend hash outlives its period, for settles that arrive late."""
 
 
+class LedgerUnreadable(Exception):
+    """The ledger that seeds a period's spend could not be read."""
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """One account's keys for one budget period."""
@@ -206,7 +210,13 @@ class SpendWriter:
             return
         # Every change queued so far has its row in the ledger: the seed read next counts it.
         bound = self._next_seq
-        figures = await asyncio.to_thread(self._read_ledger, absent)
+        try:
+            figures = await asyncio.to_thread(self._read_ledger, absent)
+        except Exception as error:
+            # Told apart from Redis's own errors: the link is fine, the ledger is not.
+            raise LedgerUnreadable(
+                f"the ledger could not be read to seed spend: {error}"
+            ) from error
         now = self._clock.now()
         calls = []
         for target in absent:
