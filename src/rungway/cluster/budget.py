@@ -31,7 +31,6 @@ from typing import Final
 from redis.exceptions import ResponseError
 
 from rungway.budget.local import (
-    Grouping,
     HeldFor,
     KeyBudget,
     Reservation,
@@ -40,9 +39,10 @@ from rungway.budget.local import (
     SpentSince,
     UnrecordedCost,
 )
-from rungway.budget.period import Period, period_bounds
+from rungway.budget.period import period_bounds
 from rungway.budget.unavailable import BudgetUnavailable
 from rungway.clock import Clock
+from rungway.cluster.budget_accounts import Account
 from rungway.cluster.budget_scripts import MISSING, RESERVE, SHORT, TOTALS, nano, usd
 from rungway.cluster.budget_writer import (
     LedgerUnreadable,
@@ -62,43 +62,6 @@ log = logging.getLogger("rungway.cluster")
 _TOKEN_GRACE_S: Final = 86_400
 """How long past its expiry a hold's token lives: a settle that late still counts once."""
 _RUNGS: Final = {rung.label: rung for rung in Rung}
-
-
-class _Account:
-    """One budget's keys and its mirrored figures."""
-
-    __slots__ = ("budget", "grouping", "holds", "name", "period", "reserved", "seen", "target")
-
-    def __init__(
-        self, link: RedisLink, grouping: Grouping, name: str, budget: float | None, period: Period
-    ) -> None:
-        self.grouping: Grouping = grouping
-        self.name = name
-        self.budget = budget
-        self.period = period
-        self.holds = link.key("budget", "holds", f"{grouping}:{name}")
-        self.reserved = link.key("budget", "reserved", f"{grouping}:{name}")
-        self.target = Target(grouping, name, float("-inf"), float("-inf"), "", "", "")
-        self.seen = (float("nan"), 0.0, 0.0)
-        """The mirror: the period start, its spend and the open holds, in US dollars."""
-
-    def target_at(self, link: RedisLink, now: float) -> Target:
-        """The keys of the period holding `now`."""
-        target = self.target
-        if not target.start <= now < target.end:
-            target = self.target = self.target_of(link, period_bounds(self.period, now))
-        return target
-
-    def target_of(self, link: RedisLink, bounds: tuple[float, float]) -> Target:
-        """The keys of the period `bounds`."""
-        start, end = bounds
-        spent = link.key("budget", "spent", f"{self.grouping}:{self.name}", str(int(start)))
-        return Target(self.grouping, self.name, start, end, spent, self.holds, self.reserved)
-
-    def figures(self, now_start: float) -> tuple[float, float]:
-        """Spent and held in the period starting at `now_start`, as last mirrored."""
-        start, spent, held = self.seen
-        return (spent if start == now_start else 0.0), held
 
 
 class RedisBudget:
@@ -124,13 +87,13 @@ class RedisBudget:
         self._unrecorded = unrecorded
         self._refresh_s = refresh_s
         self._rungs = {
-            rung: _Account(
+            rung: Account(
                 link, "rung", rung.label, settings.budget_for(rung), settings.budget_period
             )
             for rung in Rung
         }
         self._keys = {
-            key.name: _Account(link, "key", key.name, key.budget_usd, key.period) for key in keys
+            key.name: Account(link, "key", key.name, key.budget_usd, key.period) for key in keys
         }
         self._reserve = link.client.register_script(RESERVE)
         self._totals = link.client.register_script(TOTALS)
@@ -409,6 +372,6 @@ class RedisBudget:
             else:
                 account.seen = (start, spent, max(0.0, reserved + held))
 
-    def _unavailable(self, account: _Account, key: _Account | None) -> BudgetUnavailable:
+    def _unavailable(self, account: Account, key: Account | None) -> BudgetUnavailable:
         budgeted = account if account.budget is not None or key is None else key
         return BudgetUnavailable(budgeted.grouping, budgeted.name, f"redis at {self._link.address}")
