@@ -43,8 +43,10 @@ _BATCH: Final = 256
 _MAX_QUEUED: Final = 100_000
 """Beyond this many changes waiting for Redis the oldest are dropped (and logged): memory
 must stay bounded through a long outage. The ledger still holds their rows."""
-_MARKER_TTL_S: Final = 86_400
-"""How long a cost without a hold is remembered as counted: longer than any replay."""
+_MARKER_TTL_S: Final = 3_600
+"""How long a cost without a hold is remembered as counted. A change is only sent twice
+when the answer to its batch was lost, and is sent again when the link rejoins; an hour
+covers that, and keeps one key per unbudgeted paid request from piling up for a day."""
 _KEEP_PAST_PERIOD_S: Final = 7 * 86_400
 """How long a period's spend hash outlives its period, for settles that arrive late."""
 
