@@ -52,6 +52,7 @@ from rungway.cluster.budget_writer import (
     crash_marker,
     stopped,
 )
+from rungway.cluster.channel import ChannelScript
 from rungway.cluster.link import UNREACHABLE, RedisLink
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
@@ -95,7 +96,8 @@ class RedisBudget:
         self._keys = {
             key.name: Account(link, "key", key.name, key.budget_usd, key.period) for key in keys
         }
-        self._reserve = link.client.register_script(RESERVE)
+        # The hold is the request path's one round trip: through the pipelined channel.
+        self._reserve = ChannelScript(link.channel, RESERVE)
         self._totals = link.client.register_script(TOTALS)
         self._writer = SpendWriter(link, spent_since, unrecorded, clock)
         self._open: dict[int, Reservation] = {}

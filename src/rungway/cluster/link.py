@@ -22,6 +22,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from rungway.cluster.channel import RespChannel
 from rungway.cluster.health import StoreHealth
 
 log = logging.getLogger("rungway.cluster")
@@ -56,7 +57,17 @@ class RedisLink:
             health_check_interval=0,
         )
         kwargs = self.client.connection_pool.connection_kwargs
-        self.address = f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+        host, port = str(kwargs.get("host", "localhost")), int(kwargs.get("port", 6379))
+        self.address = f"{host}:{port}"
+        self.channel = RespChannel(
+            host,
+            port,
+            db=int(kwargs.get("db", 0)),
+            username=kwargs.get("username"),
+            password=kwargs.get("password"),
+            timeout_s=timeout_s,
+        )
+        """The request path's pipelined connection, for its one script call."""
         self._retry_s = retry_s
         self._joined: list[Joined] = []
         self._up = False
@@ -119,6 +130,7 @@ class RedisLink:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
+        self.channel.close()
         with contextlib.suppress(*UNREACHABLE):
             await self.client.aclose()
 

@@ -11,10 +11,10 @@ Instants are the processes' clocks, which replicas are expected to keep in step.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import secrets
 
+from rungway.cluster.channel import ChannelScript
 from rungway.cluster.link import UNREACHABLE, RedisLink
 
 ADMIT_SCRIPT = """
@@ -38,9 +38,8 @@ class RedisRateWindows:
         self._link = link
         self._origin = origin or secrets.token_hex(6)
         self._count = itertools.count()
-        self._script = link.client.register_script(ADMIT_SCRIPT)
-        kwargs = link.client.connection_pool.connection_kwargs
-        self._timeout_s = float(kwargs.get("socket_timeout") or 0.5)
+        # The request path's pipelined channel: one script call, no pool or retry wrapper.
+        self._script = ChannelScript(link.channel, ADMIT_SCRIPT)
 
     @property
     def up(self) -> bool:
@@ -53,12 +52,10 @@ class RedisRateWindows:
         # Each start is its own member, even two at one instant from two processes.
         member = f"{now!r}:{self._origin}:{next(self._count)}"
         try:
-            # The client retries a dropped connection; a request waits one timeout at most.
-            async with asyncio.timeout(self._timeout_s):
-                wait = await self._script(
-                    keys=[self._link.key("rate", client_key)],
-                    args=[repr(now), repr(window_s), limit, member],
-                )
+            # The channel gives up after one timeout: a request waits that long at most.
+            wait = await self._script(
+                [self._link.key("rate", client_key)], [repr(now), repr(window_s), limit, member]
+            )
         except UNREACHABLE as error:
             self._link.lost(error)
             raise ConnectionError(f"redis at {self._link.address} did not answer") from error

@@ -3,8 +3,10 @@
 Every process keeps the whole board in memory and plans from it alone, so the request path
 never waits for Redis. What changes reaches the others this way:
 
-- `save` stamps the change with the instant and puts it on a queue; nothing more.
-- A writer task gathers a burst of changes and writes each changed connection with one
+- `save` stamps the change with the instant and keeps it as the connection's latest;
+  nothing more.
+- A writer task gathers the changes of a moment (`_GATHER_S`) and writes each changed
+  connection with one
   script (`cluster.merge.MERGE_SCRIPT`), all in one pipeline: the script merges the
   record part by part into `<prefix>:state` (a hash of connection id to record) and
   publishes the merged record on `<prefix>:state-feed` with this process's origin.
@@ -29,7 +31,6 @@ import hashlib
 import logging
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable, Collection, Mapping
 
 import redis.asyncio as redis
@@ -54,14 +55,17 @@ from rungway.cluster.merge import (
 from rungway.quota.board import QuotaBoard
 from rungway.quota.encoding import UNREADABLE
 from rungway.quota.store import SavedConnection
+from rungway.routing.snapshot import WindowStatus
 
 log = logging.getLogger("rungway.cluster")
 
-_GATHER_S = 0.0
-"""How long the writer waits for more changes before it writes. None: the changes one
-answer makes are queued together before the writer runs, and under load the changes that
-arrive while a write is under way go together in the next pipeline."""
-_PENDING_MAX = 1000
+_GATHER_S = 0.05
+"""How long a new reading waits for more before the writer sends it. A plan's readings
+change with every answer it gives, and a write per answer would cost each request a Redis
+round trip of CPU; one write a moment carries them all. A change that moves the ladder (a
+window running out or coming back, a cooldown, a breaker, an overage flag, a disable) is
+written at once, so the others stop planning a spent or disabled connection on their next
+request."""
 _UNSTAMPED = ""
 """The origin of a part nobody has changed: every part starts at its default."""
 
@@ -90,7 +94,10 @@ class RedisStateStore:
         self._feed_client = _feed_client(link.client)
         self._board: QuotaBoard | None = None
         self._ids: frozenset[str] | None = None
-        self._pending: deque[tuple[str, SavedConnection | None, float]] = deque()
+        self._pending: dict[str, tuple[SavedConnection | None, float]] = {}
+        self._routing: dict[str, tuple[object, ...]] = {}
+        """Per connection, what the ladder reads of its last saved state (`_routing_of`)."""
+        self._urgent = asyncio.Event()
         self._known: dict[str, dict[str, Part]] = {}
         self._dirty: set[str] = set()
         self._last_at = 0.0
@@ -110,14 +117,17 @@ class RedisStateStore:
         return {}
 
     def save(self, connection_id: str, saved: SavedConnection | None) -> None:
-        """Stamp the change and queue it for the writer; never waits."""
+        """Stamp the change and keep it for the writer; never waits."""
         # Strictly increasing, so two changes within one clock tick keep their order.
         at = max(self._stamp(), self._last_at + 1e-6)
         self._last_at = at
-        self._pending.append((connection_id, saved, at))
-        if len(self._pending) >= _PENDING_MAX:
-            # No writer yet (Redis never answered): keep only each part's last change.
-            self._absorb()
+        # Only the latest state per connection is kept: the writer sends where each
+        # connection stands, not how it got there.
+        self._pending[connection_id] = (saved, at)
+        routing = _routing_of(saved)
+        if self._routing.get(connection_id) != routing:
+            self._routing[connection_id] = routing
+            self._urgent.set()
         self._wake.set()
 
     def close(self) -> None:
@@ -150,7 +160,11 @@ class RedisStateStore:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            await asyncio.sleep(self._gather_s)
+            if not self._urgent.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._gather_s):
+                        await self._urgent.wait()
+            self._urgent.clear()
             self._absorb()
             if not self._dirty or not self._link.up:
                 # While Redis is away the changes wait in `_dirty` for the rejoin.
@@ -196,8 +210,8 @@ class RedisStateStore:
 
     def _absorb(self) -> None:
         """Turn queued board changes into stamped parts of the known records."""
-        while self._pending:
-            connection_id, saved, at = self._pending.popleft()
+        pending, self._pending = self._pending, {}
+        for connection_id, (saved, at) in pending.items():
             record = self._known.setdefault(connection_id, {})
             for name, data in split(saved).items():
                 before = record.get(name) or Part(DEFAULT_PARTS[name], 0.0, _UNSTAMPED)
@@ -282,6 +296,26 @@ class RedisStateStore:
         connection_id, _, blob = rest.partition(b"\n")
         if origin.decode() != self.origin:
             self._take_up(connection_id.decode(), blob)
+
+
+def _routing_of(saved: SavedConnection | None) -> tuple[object, ...]:
+    """What the ladder decides on in a saved state, readings' exact percentages aside."""
+    if saved is None:
+        return ()
+    state = saved.state
+    spent = tuple(
+        (window.name, window.model)
+        for window in state.windows
+        if window.was_exhausted or window.status is WindowStatus.REJECTED
+    )
+    return (
+        spent,
+        state.cooldown_until,
+        state.disabled,
+        state.overage_permitted,
+        state.overage_in_use,
+        saved.breaker_opened_at,
+    )
 
 
 def _feed_client(client: redis.Redis) -> redis.Redis:
