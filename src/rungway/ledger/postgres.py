@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from abc import ABC, abstractmethod
 from typing import Any, TypeVar
 
 import asyncpg
@@ -35,7 +36,32 @@ STOP_DEADLINE_S = 3.0
 """How long shutdown spends sending the rows that still wait."""
 
 
-class PostgresLedger:
+class _Reports(ABC):
+    """The ledger's reads from PostgreSQL; a subclass says how a query is run."""
+
+    schema: str
+
+    def spend_report(self, since: float, until: float, by: Dimension) -> SpendReport:
+        """Requests, tokens and costs from `since` to `until`, grouped by `by`."""
+        return self._read(lambda c: pg_reports.spend_report(c, self.schema, since, until, by))
+
+    def spent_since(self, since: float, by: Grouping = "rung") -> dict[str, float]:
+        """Incremental cost per rung (or per client key) of the cluster's requests."""
+        return self._read(lambda c: pg_reports.spent_since(c, self.schema, since, by))
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` rows, newest first, without their route plans."""
+        return self._read(lambda c: pg_reports.recent(c, self.schema, limit))
+
+    def matching(self, prefix: str, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` rows whose id starts with `prefix`, oldest first, with plans."""
+        return self._read(lambda c: pg_reports.matching(c, self.schema, prefix, limit))
+
+    @abstractmethod
+    def _read(self, query: Query[T]) -> T: ...
+
+
+class PostgresLedger(_Reports):
     """Reports from PostgreSQL; rows from the local SQLite ledger, drained into it."""
 
     def __init__(self, local: SqliteLedger, dsn: str, schema: str, **drain: float) -> None:
@@ -58,22 +84,6 @@ class PostgresLedger:
     def health(self) -> StoreHealth:
         """PostgreSQL's health and how many rows wait to reach it."""
         return self.drain.health()
-
-    def spend_report(self, since: float, until: float, by: Dimension) -> SpendReport:
-        """Requests, tokens and costs from `since` to `until`, grouped by `by`."""
-        return self._read(lambda c: pg_reports.spend_report(c, self.schema, since, until, by))
-
-    def spent_since(self, since: float, by: Grouping = "rung") -> dict[str, float]:
-        """Incremental cost per rung (or per client key) of the cluster's requests."""
-        return self._read(lambda c: pg_reports.spent_since(c, self.schema, since, by))
-
-    def recent(self, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` rows, newest first, without their route plans."""
-        return self._read(lambda c: pg_reports.recent(c, self.schema, limit))
-
-    def matching(self, prefix: str, limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` rows whose id starts with `prefix`, oldest first, with plans."""
-        return self._read(lambda c: pg_reports.matching(c, self.schema, prefix, limit))
 
     def flush(self) -> None:
         """Wait until the local ledger has committed what is queued and, while PostgreSQL
@@ -102,7 +112,7 @@ class PostgresLedger:
             ) from None
 
 
-class PostgresReader:
+class PostgresReader(_Reports):
     """The ledger's reads from PostgreSQL for a command with no gateway: one connection
     per read."""
 
@@ -111,22 +121,6 @@ class PostgresReader:
         self.schema = schema
         self._dsn = dsn
         self._timeout_s = timeout_s
-
-    def spend_report(self, since: float, until: float, by: Dimension) -> SpendReport:
-        """Requests, tokens and costs from `since` to `until`, grouped by `by`."""
-        return self._read(lambda c: pg_reports.spend_report(c, self.schema, since, until, by))
-
-    def spent_since(self, since: float, by: Grouping = "rung") -> dict[str, float]:
-        """Incremental cost per rung (or per client key) of the cluster's requests."""
-        return self._read(lambda c: pg_reports.spent_since(c, self.schema, since, by))
-
-    def recent(self, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` rows, newest first, without their route plans."""
-        return self._read(lambda c: pg_reports.recent(c, self.schema, limit))
-
-    def matching(self, prefix: str, limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` rows whose id starts with `prefix`, oldest first, with plans."""
-        return self._read(lambda c: pg_reports.matching(c, self.schema, prefix, limit))
 
     def _read(self, query: Query[T]) -> T:
         return asyncio.run(self._once(query))
