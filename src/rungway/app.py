@@ -6,20 +6,14 @@ import asyncio
 import gc
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import partial
 from importlib import resources
-from pathlib import Path
 
-import platformdirs
 import yaml
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection, UsageEndpoint
 from rungway.adapters.registry import provider_entry
-from rungway.budget import KeyBudget, LocalBudget
 from rungway.clock import Clock, SystemClock
-from rungway.cluster.budget import RedisBudget
-from rungway.cluster.health import StoreHealth
 from rungway.cluster.link import RedisLink
 from rungway.cluster.polls import RedisPollClaim
 from rungway.cluster.rate import RedisRateWindows
@@ -36,7 +30,6 @@ from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.postgres import PostgresLedger
 from rungway.ledger.sqlite import SqliteLedger
-from rungway.ledger.unrecorded import unrecorded_since
 from rungway.logs.access import AccessLog, AccessSink
 from rungway.metrics.collector import StateCollector
 from rungway.metrics.endpoint import MetricsEndpoint
@@ -44,9 +37,8 @@ from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
 from rungway.pricing import PriceBook, classify_tier
 from rungway.quota.board import QuotaBoard
-from rungway.quota.embedded import open_state_store, state_path
 from rungway.quota.poller import PollTarget, UsagePoller
-from rungway.quota.store import MemoryStateStore, StateStore
+from rungway.quota.store import StateStore
 from rungway.routing.billing import BillingClass, Catalog, CatalogEntry
 from rungway.routing.capabilities import model_categories
 from rungway.routing.resolve import ConnectionFacts, ModelTable
@@ -56,12 +48,8 @@ from rungway.server.admin import AdminApi
 from rungway.server.app import GatewayApp
 from rungway.server.auth import ClientKeys
 from rungway.server.rate import RequestRate
+from rungway.stores import Stores, open_stores
 from rungway.translate.codecs import codec_for
-
-
-def default_ledger_path() -> Path:
-    """The ledger file under the user's data directory."""
-    return platformdirs.user_data_path("rungway") / "ledger.sqlite3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +100,10 @@ def build_gateway(
         (ConnectionFacts(c.id, c.provider, c.models) for c in connections.values()),
         settings.aliases,
     )
-    store, pg_ledger, ledger_existed = _ledgers(settings, secrets, ledger, worker=worker)
-    client = UpstreamClient(settings.timeouts)
     clock = clock or SystemClock()
-    link = _redis_link(settings, secrets)
+    stores = open_stores(settings, secrets, ledger=ledger, clock=clock, worker=worker)
+    store, link = stores.ledger, stores.link
+    client = UpstreamClient(settings.timeouts)
     roster = build_roster(settings)
     # The board learns from traffic and from the plans' usage endpoints; a test may
     # instead supply fixed readings as `state`, which then nothing updates.
@@ -127,18 +115,16 @@ def build_gateway(
             settings,
             connections=connections,
             roster=roster,
-            ledger=store,
+            stores=stores,
             client=client,
             clock=clock,
-            ledger_existed=ledger_existed,
-            link=link,
         )
         state, observer, verifier = quota.board, quota.board, quota.poller
     else:
         observer = verifier = NoTelemetry()
     board = quota.board if quota is not None else None
     poller = quota.poller if quota is not None else None
-    budget = _budget(settings, store, pg_ledger, link, clock)
+    budget = stores.budget
     planner = Planner(
         table=table,
         ladder=LadderInputs(
@@ -181,11 +167,8 @@ def build_gateway(
 
     async def startup() -> None:
         await client.start()
-        if pg_ledger is not None:
-            # Never raises: rows wait in the local outbox until PostgreSQL answers. Started
-            # before the link, whose join seeds the budgets' spend from it.
-            await pg_ledger.start()
-        await _start_budget_and_link(budget, link, clock.now())
+        # Never raises: an unreachable Redis or PostgreSQL leaves its store degraded.
+        await stores.start(clock.now())
         if poller is not None and settings.quota.poll_interval_s > 0:
             background.append(asyncio.get_running_loop().create_task(poller.run()))
         settle_heap()
@@ -196,11 +179,7 @@ def build_gateway(
         await client.close()
         # What the shared store has not written yet goes before the link closes.
         await _stop_sharing(quota)
-        if isinstance(budget, RedisBudget):
-            await budget.close()  # sends the settles that still wait
-        if link is not None:
-            await link.close()
-        await _close_ledgers(store, pg_ledger)
+        await stores.stop()
         if quota is not None:
             quota.kept.close()
 
@@ -225,7 +204,7 @@ def build_gateway(
             poller=poller,
             clock=clock,
             key=secrets.get("admin"),
-            ledger=pg_ledger or store,
+            ledger=stores.postgres or store,
             ladder=settings.ladder,
             client_keys=settings.client_keys,
             rung_spend=budget.rung_spend,
@@ -236,9 +215,9 @@ def build_gateway(
         metrics=MetricsEndpoint(metrics.registry, secrets.get("admin")),
         dashboard=DashboardPages(),
         access=access,
-        health=lambda: _health(link, pg_ledger),
+        health=stores.health,
     )
-    return Gateway(app, store, board, roster, link, pg_ledger)
+    return Gateway(app, store, board, roster, link, stores.postgres)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,14 +234,13 @@ def _live_quota(
     *,
     connections: dict[str, Connection],
     roster: Roster,
-    ledger: SqliteLedger | MemoryLedger,
+    stores: Stores,
     client: UpstreamClient,
     clock: Clock,
-    ledger_existed: bool,
-    link: RedisLink | None,
 ) -> _LiveQuota:
+    link = stores.link
     shared = RedisStateStore(link, clock) if link is not None else None
-    kept = shared or _state_store(settings, ledger, ledger_existed=ledger_existed)
+    kept = shared or stores.state_store(settings)
     board = QuotaBoard(settings.ladder, store=kept)
     if shared is not None:
         # The shared state is loaded each time the link joins Redis, and followed after.
@@ -334,110 +312,6 @@ def build_roster(settings: Settings) -> Roster:
             )
         )
     return Roster(connections)
-
-
-def _state_store(
-    settings: Settings, ledger: SqliteLedger | MemoryLedger, *, ledger_existed: bool
-) -> StateStore:
-    # The embedded store follows a ledger on disk; a ledger in memory (a test's) keeps
-    # the quota state in memory too unless the config names a file for it.
-    path = settings.state.path
-    if path is None and isinstance(ledger, SqliteLedger):
-        path = state_path(ledger.path)
-    if settings.state.store == "memory" or path is None:
-        return MemoryStateStore()
-    return open_state_store(path.expanduser(), expected=ledger_existed)
-
-
-def _redis_link(settings: Settings, secrets: dict[str, SecretStr]) -> RedisLink | None:
-    redis = settings.state.redis
-    if settings.state.store != "redis" or redis is None:
-        return None
-    return RedisLink(secrets["redis"].get_secret_value(), redis.prefix, timeout_s=redis.timeout_s)
-
-
-def _ledgers(
-    settings: Settings,
-    secrets: dict[str, SecretStr],
-    ledger: MemoryLedger | None,
-    *,
-    worker: int,
-) -> tuple[SqliteLedger | MemoryLedger, PostgresLedger | None, bool]:
-    """The local ledger, the cluster's PostgreSQL ledger its rows drain into (if any), and
-    whether the local ledger's file was there before."""
-    if ledger is not None:
-        return ledger, None, False
-    path = settings.ledger.path or default_ledger_path()
-    existed = path.exists()
-    postgres = settings.ledger.postgres
-    local = SqliteLedger(path, worker=worker, outbox=postgres is not None)
-    if postgres is None:
-        return local, None, existed
-    # Reports read the cluster's ledger; rows, the journal and the budget stay local.
-    dsn = secrets["postgres"].get_secret_value()
-    return local, PostgresLedger(local, dsn, postgres.db_schema), existed
-
-
-async def _close_ledgers(
-    store: SqliteLedger | MemoryLedger, pg_ledger: PostgresLedger | None
-) -> None:
-    """Send what waits to PostgreSQL (within a short deadline), then close the local ledger."""
-    if pg_ledger is not None:
-        await pg_ledger.stop()
-    store.close()
-
-
-def _budget(
-    settings: Settings,
-    store: SqliteLedger | MemoryLedger,
-    pg_ledger: PostgresLedger | None,
-    link: RedisLink | None,
-    clock: Clock,
-) -> LocalBudget | RedisBudget:
-    """The budgets: this process's own, or, with a shared Redis, the cluster's."""
-    keys = [
-        KeyBudget(key.name, key.budget_usd, key.budget_period)
-        for key in settings.client_keys
-        if key.budget_usd is not None
-    ]
-    # A SQLite ledger journals reservations; those a crash left open it has already
-    # turned into `unrecorded` rows, which the budget reads as spend.
-    log = store if isinstance(store, SqliteLedger) else None
-    if link is None:
-        return LocalBudget(settings.ladder, store.spent_since, keys=keys, log=log)
-    # Shared spend is seeded from the cluster's ledger where there is one; the crash rows
-    # whose cost must reach it are this process's own.
-    return RedisBudget(
-        settings.ladder,
-        link,
-        (pg_ledger or store).spent_since,
-        clock=clock,
-        keys=keys,
-        log=log,
-        unrecorded=(
-            partial(unrecorded_since, store.path) if isinstance(store, SqliteLedger) else None
-        ),
-    )
-
-
-async def _start_budget_and_link(
-    budget: LocalBudget | RedisBudget, link: RedisLink | None, now: float
-) -> None:
-    """Read this period's settled spend now, not on the first request: a process's own
-    budget from the ledger; a shared one is seeded by the link's join, so it starts first
-    (queueing its crash rows' cost), then the link."""
-    if isinstance(budget, RedisBudget):
-        await budget.start()
-    else:
-        budget.prime(now)
-    if link is not None:
-        # Never raises: an unreachable Redis leaves the store degraded until it answers.
-        await link.start()
-
-
-def _health(link: RedisLink | None, pg_ledger: PostgresLedger | None) -> list[StoreHealth]:
-    stores = [link.health()] if link is not None else []
-    return stores + ([pg_ledger.health()] if pg_ledger is not None else [])
 
 
 def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:

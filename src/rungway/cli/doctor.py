@@ -26,7 +26,6 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
-from rungway.app import default_ledger_path
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.findings import Finding, Level, show
 from rungway.cli.probes import Probe, api_finding, clock_skew, probe_all
@@ -45,6 +44,7 @@ from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SCHEMA_VERSION
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
+from rungway.stores import default_ledger_path
 
 out = Console()
 EXPIRY_WARNING_S = 24 * 3600.0

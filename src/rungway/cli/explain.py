@@ -15,7 +15,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rungway.app import default_ledger_path
 from rungway.cli.admin_client import (
     GatewayUnreachable,
     KeyEnvOption,
@@ -30,6 +29,7 @@ from rungway.ledger.postgres import PostgresReader
 from rungway.ledger.report import LedgerUnavailable
 from rungway.ledger.sqlite import read_matching
 from rungway.server.requests import MAX_MATCHES, request_detail
+from rungway.stores import default_ledger_path
 
 out = Console()
 err = Console(stderr=True)

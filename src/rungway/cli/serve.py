@@ -18,13 +18,14 @@ import uvicorn
 from pydantic import SecretStr
 from rich.console import Console
 
-from rungway.app import Gateway, build_gateway, build_roster, default_ledger_path
+from rungway.app import Gateway, build_gateway, build_roster
 from rungway.cli import banner
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.workers import recover_journals, refuse_unshared, supervise
 from rungway.config import ConfigError, Settings, check_bind, load_settings, read_secrets
 from rungway.logs.output import LogFormat, configure
 from rungway.runner import bind, uvicorn_config
+from rungway.stores import default_ledger_path
 
 err = Console(stderr=True)
 
