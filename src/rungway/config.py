@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -31,6 +30,7 @@ from rungway.credentials.store import (
     load_key,
 )
 from rungway.pricing import PriceOverride, TierSettings
+from rungway.protocol.auth import Auth
 from rungway.routing.autoid import BadAutoId, Category, is_auto_id, parse_auto_id
 from rungway.routing.billing import BillingClass, Overage
 from rungway.routing.settings import LadderSettings
@@ -53,14 +53,6 @@ Provider = Literal[
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
-
-
-class Auth(StrEnum):
-    """How a connection authenticates upstream."""
-
-    APIKEY = "apikey"
-    OAUTH = "oauth"
-    NONE = "none"
 
 
 class _Frozen(BaseModel):

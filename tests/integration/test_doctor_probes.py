@@ -14,7 +14,8 @@ import yaml
 
 from rungway.cli.findings import Level
 from rungway.cli.probes import Probe, api_finding
-from rungway.config import Auth, ConnectionConfig
+from rungway.config import ConnectionConfig
+from rungway.protocol.auth import Auth
 
 from .conftest import CHEAP_KEY, CLAUDE, DEEPSEEK, PLAN_TOKEN, Upstreams
 

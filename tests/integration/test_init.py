@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from rungway.config import Auth, CredentialRef, load_settings
+from rungway.config import CredentialRef, load_settings
 from rungway.credentials.store import KEY_ENV, CredentialStore
+from rungway.protocol.auth import Auth
 from rungway.sim import SimUpstream, builtin_scenario, load_scenario
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "credentials"

@@ -17,15 +17,15 @@ from rungway.adapters.base import (
     CredentialHeaders,
     EventKind,
     UpstreamRequest,
-    Usage,
     retry_after_seconds,
     with_model,
 )
-from rungway.config import Auth
 from rungway.protocol import visible
 from rungway.protocol.api import Api
+from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
+from rungway.protocol.usage import Usage
 from rungway.quota import (
     NO_OVERAGE,
     OverageReading,

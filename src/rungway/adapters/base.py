@@ -14,14 +14,14 @@ from typing import Any, Protocol, cast, runtime_checkable
 import orjson
 from pydantic import SecretStr
 
-from rungway.config import Auth
 from rungway.protocol.api import Api
+from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
+from rungway.protocol.usage import Usage
 from rungway.quota.headers import OverageReading
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
-from rungway.translate.canonical import TokenUsage
 
 
 class SecretSource(Protocol):
@@ -97,31 +97,6 @@ class UpstreamRequest:
     headers: dict[str, str]
     body: bytes
     strip_usage_chunk: bool = False
-
-
-@dataclass(slots=True)
-class Usage:
-    """Token counts of one response. `input_tokens` excludes cache reads and writes."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    cost_usd: float | None = None
-    """What the upstream itself says the request cost (OpenRouter's `usage.cost`)."""
-
-    @classmethod
-    def of(cls, tokens: TokenUsage, cost_usd: float | None = None) -> Usage:
-        """The token counts a wire API's usage reader found, with the upstream's own cost."""
-        return cls(
-            tokens.input_tokens,
-            tokens.output_tokens,
-            tokens.cache_read_tokens,
-            tokens.cache_write_tokens,
-            tokens.reasoning_tokens,
-            cost_usd,
-        )
 
 
 class EventKind(Enum):

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import Connection, EventKind, UpstreamRequest, Usage, with_model
+from rungway.adapters.base import Connection, EventKind, UpstreamRequest, with_model
 from rungway.adapters.openai_errors import (
     BILLING_CODES,
     classify_openai_failure,
@@ -25,6 +25,7 @@ from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
+from rungway.protocol.usage import Usage
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
 from rungway.translate.openai_chat_stream import read_usage as read_chat_usage

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import Connection, EventKind, UpstreamRequest, Usage, with_model
+from rungway.adapters.base import Connection, EventKind, UpstreamRequest, with_model
 from rungway.adapters.openai_chat import openai_headers
 from rungway.adapters.openai_errors import (
     classify_openai_failure,
@@ -27,6 +27,7 @@ from rungway.protocol import json_values, visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
+from rungway.protocol.usage import Usage
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
 from rungway.translate.openai_responses_stream import read_usage

@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rungway.adapters.base import Usage
 from rungway.budget.local import Reservation
 from rungway.engine.call import Call, Refusal
+from rungway.protocol.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from rungway.adapters.base import Usage
 from rungway.budget import BudgetUnavailable, HeldFor, Reservation, Shortfall, cost_ceiling
 from rungway.engine.call import Call, Refusal
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
 from rungway.pricing import PriceBook, TokenCounts
+from rungway.protocol.usage import Usage
 from rungway.routing.rungs import Rung
 
 PAID_RUNGS: Final = frozenset({Rung.CHEAP, Rung.PREMIUM})

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rungway.adapters.base import Usage
 from rungway.budget import BudgetUnavailable, Reservation, Shortfall
 from rungway.engine.call import Call
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt
 from rungway.engine.translation import Translation
+from rungway.protocol.usage import Usage
 
 
 @dataclass(slots=True)

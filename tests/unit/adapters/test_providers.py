@@ -15,7 +15,7 @@ from rungway.adapters.base import Connection, ErrorQuota, UsageEndpoint
 from rungway.adapters.copilot import CopilotAdapter
 from rungway.adapters.openrouter import OpenRouterAdapter
 from rungway.adapters.registry import provider_entry
-from rungway.config import Auth
+from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 from rungway.adapters.anthropic_messages import OAUTH_BETA, AnthropicMessagesAdapter
 from rungway.adapters.base import Connection, EventKind
 from rungway.adapters.openai_chat import OpenAIChatAdapter
-from rungway.config import Auth
+from rungway.protocol.auth import Auth
 from rungway.protocol.sse import SseSplitter
 
 PLAN = Connection(

@@ -28,8 +28,9 @@ from rungway.adapters.openai_responses import (
     assemble_response,
 )
 from rungway.adapters.registry import provider_entry
-from rungway.config import PROVIDERS, Auth
+from rungway.config import PROVIDERS
 from rungway.protocol.api import Api
+from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseSplitter
 from rungway.sim import Scenario, SimUpstream, StreamErrorFault

@@ -12,9 +12,10 @@ from pydantic import SecretStr
 from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Connection
 from rungway.clock import FakeClock
-from rungway.config import Auth, parse_settings
+from rungway.config import parse_settings
 from rungway.credentials.sources import login_sources
 from rungway.credentials.store import KEY_ENV, CredentialStore, StoredCredential
+from rungway.protocol.auth import Auth
 
 
 class Rotating:

@@ -23,13 +23,14 @@ import orjson
 import pytest
 from pydantic import SecretStr
 
-from rungway.adapters.base import Connection, EventKind, Usage
+from rungway.adapters.base import Connection, EventKind
 from rungway.adapters.registry import provider_entry
-from rungway.config import Auth
 from rungway.engine.planning import Route
 from rungway.engine.spending import price
 from rungway.pricing import rates_for
+from rungway.protocol.auth import Auth
 from rungway.protocol.sse import SseSplitter
+from rungway.protocol.usage import Usage
 from rungway.routing.resolve import Target
 from rungway.routing.rungs import Rung
 

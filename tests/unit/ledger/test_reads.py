@@ -8,10 +8,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rungway.adapters.base import Usage
 from rungway.engine.record import Attempt, RequestRecord
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
+from rungway.protocol.usage import Usage
 
 PLAN = orjson.dumps({"requested": "auto", "candidates": [], "skipped": []})
 

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rungway.adapters.base import Usage
 from rungway.budget.period import period_bounds
 from rungway.engine.record import RequestRecord
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.report import DIMENSIONS, Dimension, SpendReport, SpendRow, spend_report
 from rungway.ledger.sqlite import SqliteLedger
+from rungway.protocol.usage import Usage
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC).timestamp()
 DAY = period_bounds("day", NOW)

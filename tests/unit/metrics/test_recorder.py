@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from rungway.adapters.base import Usage
 from rungway.budget.local import Reservation
 from rungway.engine.record import Attempt, RequestRecord
 from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
+from rungway.protocol.usage import Usage
 from rungway.routing.rungs import Rung
 
 
