@@ -1,14 +1,14 @@
 """Typed, frozen settings: one YAML file, validated once when the gateway starts.
 
-Secrets are never written in the file itself: a credential names an environment variable or
-a file, and is read here, once. A bad file raises `ConfigError` naming the file, the key and
-the problem, so `rungway serve` can refuse to start with a message that says what to fix.
+Secrets are never written in the file itself: a credential names an environment variable, a
+file or the encrypted store, and `credentials.secrets` reads it, once. A bad file raises
+`ConfigError` naming the file, the key and the problem, so `rungway serve` can refuse to
+start with a message that says what to fix.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -17,18 +17,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from rungway.credentials.store import (
-    CredentialStore,
-    StoreError,
-    default_store_path,
-    load_key,
-)
 from rungway.pricing import PriceOverride, TierSettings
 from rungway.protocol.auth import Auth
 from rungway.routing.autoid import BadAutoId, Category, is_auto_id, parse_auto_id
@@ -77,30 +70,6 @@ class CredentialRef(_Frozen):
             )
         return self
 
-    def read(self, store: CredentialStore | None = None) -> SecretStr:
-        """Read the secret now; raise ValueError saying what is missing."""
-        if self.store is not None:
-            if store is None:
-                raise ValueError(f"credential {self.store!r} needs the credential store")
-            try:
-                return SecretStr(store.get(self.store).access_token)
-            except StoreError as error:
-                raise ValueError(str(error)) from None
-        if self.env is not None:
-            value = os.environ.get(self.env)
-            if not value:
-                raise ValueError(f"environment variable {self.env} is not set or empty")
-            return SecretStr(value.strip())
-        assert self.file is not None
-        path = self.file.expanduser()
-        try:
-            value = path.read_text(encoding="utf-8").strip()
-        except OSError as error:
-            raise ValueError(f"cannot read credential file {path}: {error.strerror}") from None
-        if not value:
-            raise ValueError(f"credential file {path} is empty")
-        return SecretStr(value)
-
 
 class StoreKeyRef(_Frozen):
     """Where the credential store's key lives: an environment variable or a key file."""
@@ -121,14 +90,6 @@ class CredentialStoreSettings(_Frozen):
 
     path: Path | None = None
     key: StoreKeyRef | None = None
-
-    def open(self) -> CredentialStore:
-        """The store, its key loaded; raises StoreError saying what to fix."""
-        key = load_key(
-            env=self.key.env if self.key is not None else None,
-            file=self.key.file if self.key is not None else None,
-        )
-        return CredentialStore(self.path or default_store_path(), key)
 
 
 class ConnectionConfig(_Frozen):
@@ -363,64 +324,6 @@ def parse_settings(raw: Any, source: str = "<config>") -> Settings:
             for issue in error.errors()
         )
         raise ConfigError(f"{source}: invalid configuration\n{problems}") from None
-
-
-def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, SecretStr]:
-    """Read every referenced secret once: `connection:<id>`, `client:<name>`, `admin`, and
-    the `redis` URL and `postgres` DSN when the config names them."""
-    secrets: dict[str, SecretStr] = {}
-    problems: list[str] = []
-    store: CredentialStore | None = None
-    if any(c.credential is not None and c.credential.store for c in settings.connections):
-        try:
-            store = settings.credentials.open()
-        except StoreError as error:
-            problems.append(f"  credentials: {error}")
-    for index, connection in enumerate(settings.connections):
-        if connection.credential is None:
-            continue
-        if connection.credential.store is not None and store is None:
-            continue
-        try:
-            secrets[f"connection:{connection.id}"] = connection.credential.read(store)
-        except ValueError as error:
-            problems.append(f"  connections[{index}].credential: {error}")
-    for index, client in enumerate(settings.client_keys):
-        try:
-            secrets[f"client:{client.name}"] = client.key.read()
-        except ValueError as error:
-            problems.append(f"  client_keys[{index}].key: {error}")
-    if settings.admin.key is not None:
-        try:
-            secrets["admin"] = settings.admin.key.read()
-        except ValueError as error:
-            problems.append(f"  admin.key: {error}")
-    _read_shared(settings, store, secrets, problems)
-    if problems:
-        raise ConfigError(f"{source}: cannot read credentials\n" + "\n".join(problems))
-    return secrets
-
-
-def _read_shared(
-    settings: Settings,
-    store: CredentialStore | None,
-    secrets: dict[str, SecretStr],
-    problems: list[str],
-) -> None:
-    # The Redis URL and the PostgreSQL DSN may carry a password: secrets either way.
-    redis, postgres = settings.state.redis, settings.ledger.postgres
-    shared = {
-        "redis": ("state.redis.url", redis.url if redis is not None else None),
-        "postgres": ("ledger.postgres.dsn", postgres.dsn if postgres is not None else None),
-    }
-    for name, (where, value) in shared.items():
-        if isinstance(value, CredentialRef):
-            try:
-                secrets[name] = value.read(store)
-            except ValueError as error:
-                problems.append(f"  {where}: {error}")
-        elif value:
-            secrets[name] = SecretStr(value)
 
 
 def check_bind(host: str, settings: Settings) -> None:

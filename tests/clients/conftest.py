@@ -26,7 +26,8 @@ import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rungway.app import Gateway, build_gateway
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import RecordedRequest, Scenario, SimUpstream, builtin_scenario, load_scenario

@@ -20,7 +20,8 @@ import pytest
 
 from rungway.app import Gateway, build_gateway
 from rungway.clock import Clock, FakeClock
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.engine.state import StateSource
 from rungway.ledger.sqlite import SqliteLedger, read_rows
 from rungway.runner import BackgroundServer, uvicorn_config

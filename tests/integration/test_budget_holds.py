@@ -25,7 +25,8 @@ import pytest
 
 from rungway.app import build_gateway
 from rungway.budget import cost_ceiling
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.engine.translation import StreamTranslator
 from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.journal import journal_path

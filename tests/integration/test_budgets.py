@@ -19,7 +19,8 @@ import pytest
 
 from rungway.app import Gateway, build_gateway
 from rungway.budget import cost_ceiling
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.pricing import TokenCounts, rates_for
 from rungway.runner import BackgroundServer, uvicorn_config

@@ -8,7 +8,8 @@ from pathlib import Path
 import httpx
 
 from rungway.app import build_gateway
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.server.asgi import WATCH_AFTER_S

@@ -19,7 +19,8 @@ import pytest
 
 from rungway.app import build_gateway
 from rungway.clock import FakeClock
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.pricing import TokenCounts, rates_for
 from rungway.runner import BackgroundServer, uvicorn_config

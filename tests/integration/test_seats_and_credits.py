@@ -17,7 +17,8 @@ import pytest
 
 from rungway.app import Gateway, build_gateway
 from rungway.clock import FakeClock
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from rungway.app import build_gateway
-from rungway.config import parse_settings, read_secrets
+from rungway.config import parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import builtin_scenario, load_scenario
 

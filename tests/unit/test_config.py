@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rungway.config import ConfigError, check_bind, load_settings, parse_settings, read_secrets
+from rungway.config import ConfigError, check_bind, load_settings, parse_settings
+from rungway.credentials.secrets import read_secrets
 
 GOOD = """
 connections:

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.panel import Panel
 
 from rungway.cli.serve import LogFormatOption, QuietOption, listen, run
-from rungway.config import load_settings, read_secrets
+from rungway.config import load_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.sim import SimUpstream, builtin_scenario, load_scenario
 
 out = Console()

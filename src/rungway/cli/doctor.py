@@ -37,8 +37,8 @@ from rungway.config import (
     Settings,
     check_bind,
     load_settings,
-    read_secrets,
 )
+from rungway.credentials.secrets import open_store, read_secrets
 from rungway.credentials.store import CredentialStore, StoredCredential, StoreError
 from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SCHEMA_VERSION
@@ -197,7 +197,7 @@ def _store(settings: Settings, findings: list[Finding]) -> CredentialStore | Non
     if not any(c.credential is not None and c.credential.store for c in settings.connections):
         return None
     try:
-        store = settings.credentials.open()
+        store = open_store(settings.credentials)
         names = store.names()
     except StoreError as error:
         fix = "use the key the store was written with, or re-import the logins"

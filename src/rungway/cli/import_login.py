@@ -12,6 +12,7 @@ from rich.console import Console
 from rungway.cli.times import iso_time
 from rungway.config import ConfigError, CredentialStoreSettings, load_settings
 from rungway.credentials.logins import DEFAULT_SOURCES, LoginError, read_login
+from rungway.credentials.secrets import open_store
 from rungway.credentials.store import LOGIN_KINDS, LoginKind, StoredCredential, StoreError
 
 out = Console()
@@ -56,7 +57,7 @@ def store_login(
     """Read the login of `kind` from `source` (or the tool's own file) and keep it encrypted
     in the store as `name`; raises LoginError or StoreError saying what to fix."""
     credential = read_login(kind, source)
-    store = settings.open()
+    store = open_store(settings)
     store.put(name, credential)
     return ImportedLogin(kind, name, credential, store.path)
 

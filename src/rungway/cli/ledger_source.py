@@ -15,6 +15,7 @@ from rich.markup import escape
 from rungway.budget.period import Period, period_bounds
 from rungway.cli.config_file import find_config
 from rungway.config import ConfigError, CredentialRef, Settings, load_settings
+from rungway.credentials.secrets import open_store, read_credential
 from rungway.ledger.postgres import PostgresReader
 from rungway.ledger.report import Dimension, LedgerUnavailable
 from rungway.routing.rungs import Rung
@@ -46,8 +47,8 @@ def postgres_reader(settings: Settings | None) -> PostgresReader | None:
     dsn = postgres.dsn
     if isinstance(dsn, CredentialRef):
         try:
-            store = settings.credentials.open() if dsn.store is not None else None
-            dsn = dsn.read(store).get_secret_value()
+            store = open_store(settings.credentials) if dsn.store is not None else None
+            dsn = read_credential(dsn, store).get_secret_value()
         except (ValueError, OSError) as error:
             err.print(f"[red]ledger.postgres.dsn: {escape(str(error))}[/]", highlight=False)
             raise typer.Exit(2) from None

@@ -22,7 +22,8 @@ from rungway.app import Gateway, build_gateway, build_roster
 from rungway.cli import banner
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.workers import recover_journals, refuse_unshared, supervise
-from rungway.config import ConfigError, Settings, check_bind, load_settings, read_secrets
+from rungway.config import ConfigError, Settings, check_bind, load_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.logs.output import LogFormat, configure
 from rungway.runner import bind, uvicorn_config
 from rungway.stores import default_ledger_path

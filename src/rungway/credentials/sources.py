@@ -6,6 +6,7 @@ from rungway.clock import Clock
 from rungway.config import Settings
 from rungway.credentials.grants import TOKEN_URLS
 from rungway.credentials.manager import TokenManager
+from rungway.credentials.secrets import open_store
 
 
 def login_sources(settings: Settings, clock: Clock) -> dict[str, TokenManager]:
@@ -22,7 +23,7 @@ def login_sources(settings: Settings, clock: Clock) -> dict[str, TokenManager]:
     ]
     if not named:
         return {}
-    store = settings.credentials.open()
+    store = open_store(settings.credentials)
     managers: dict[str, TokenManager] = {}
     sources: dict[str, TokenManager] = {}
     for connection, name in named:

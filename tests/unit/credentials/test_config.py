@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
-from rungway.config import ConfigError, parse_settings, read_secrets
+from rungway.config import ConfigError, parse_settings
+from rungway.credentials.secrets import read_secrets
 from rungway.credentials.store import KEY_ENV, CredentialStore, StoredCredential
 
 
