@@ -2,7 +2,8 @@
 
 Every `.md` document a comment or docstring cites is in the repository, every section of
 `docs/provider-signals.md` a citing file names is a heading there, and the README's package
-map and the routing README list what their folders hold.
+map and the routing README list what their folders hold, and the README tells the
+package layers in the order the import contract enforces them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import ast
 import io
 import re
 import tokenize
+import tomllib
 from functools import cache
 from pathlib import Path
 
@@ -111,6 +113,22 @@ def test_readme_package_map_lists_every_top_level_entry() -> None:
     assert block.lstrip("\n").startswith("src/rungway/")
     listed = set(re.findall(r"^  (\S+)", block, re.MULTILINE))
     assert listed == _entries(PACKAGE)
+
+
+def test_readme_tells_the_layers_the_import_contract_enforces() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    told = " ".join(readme.split("\nThe packages are layered", 1)[1].split("\n\n", 1)[0].split())
+    told = told.split("From the top:", 1)[1].split("A package imports", 1)[0]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (layers,) = (
+        contract["layers"]
+        for contract in pyproject["tool"]["importlinter"]["contracts"]
+        if contract["type"] == "layers"
+    )
+    enforced = [[name.strip() for name in layer.split("|")] for layer in layers]
+    assert [re.findall(r"`(\w+)`", layer) for layer in told.split(";")] == [
+        layer for layer in enforced if layer != ["__main__"]
+    ]
 
 
 def test_routing_readme_lists_every_module() -> None:
