@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import NamedTuple
 
 from rungway.pricing import Tier
 from rungway.routing.autoid import Category
@@ -113,6 +114,13 @@ class RungShare:
     input_per_mtok: float | None
 
 
+class GroupMember(NamedTuple):
+    """One connection of a group, and the model as that connection serves it."""
+
+    connection: RosterConnection
+    served: ServedModel
+
+
 @dataclass(frozen=True, slots=True)
 class ModelGroup:
     """A (provider, model), the connections serving it, and their split by rung."""
@@ -120,7 +128,7 @@ class ModelGroup:
     provider: str
     model: str
     categories: frozenset[Category]
-    members: tuple[tuple[RosterConnection, ServedModel], ...]
+    members: tuple[GroupMember, ...]
     shares: tuple[RungShare, ...]
 
 
@@ -131,27 +139,29 @@ class Roster:
         self.connections: Mapping[str, RosterConnection] = MappingProxyType(
             {connection.id: connection for connection in connections}
         )
-        grouped: dict[tuple[str, str], list[tuple[RosterConnection, ServedModel]]] = {}
+        grouped: dict[tuple[str, str], list[GroupMember]] = {}
         for connection in self.connections.values():
             for served in connection.models:
                 grouped.setdefault((connection.provider, served.model), []).append(
-                    (connection, served)
+                    GroupMember(connection, served)
                 )
         # Equal id tuples are shared between groups (a provider's models usually have the
         # same connections), so a plan can judge each distinct tuple once per request.
         interned: dict[tuple[str, ...], tuple[str, ...]] = {}
         groups = []
         for (provider, model), members in grouped.items():
-            by_rung: dict[Rung, list[tuple[RosterConnection, ServedModel]]] = {}
+            by_rung: dict[Rung, list[GroupMember]] = {}
             for member in members:
-                by_rung.setdefault(member[1].rung, []).append(member)
+                by_rung.setdefault(member.served.rung, []).append(member)
             shares = []
             for rung in sorted(by_rung):
                 ids = tuple(connection.id for connection, _ in by_rung[rung])
                 ids = interned.setdefault(ids, ids)
-                shares.append(RungShare(rung, ids, by_rung[rung][0][1].input_per_mtok))
+                shares.append(RungShare(rung, ids, by_rung[rung][0].served.input_per_mtok))
             groups.append(
-                ModelGroup(provider, model, members[0][1].categories, tuple(members), tuple(shares))
+                ModelGroup(
+                    provider, model, members[0].served.categories, tuple(members), tuple(shares)
+                )
             )
         self.groups: tuple[ModelGroup, ...] = tuple(groups)
         self.derived: dict[object, object] = {}
