@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from rungway.budget import HeldFor, Reservation
-from rungway.engine.record import RequestRecord
 from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SqliteLedger, read_rows
 from rungway.routing.rungs import Rung
+from tests.records import request_record
 
 NOW = 1_796_000_000.0
 
@@ -90,18 +90,10 @@ def test_committed_rows_leave_the_journal(tmp_path: Path) -> None:
     held = Reservation(1, Rung.PREMIUM, None, 1.0, expires_at=NOW + 60)
     ledger.opened(held)
     ledger.record(
-        RequestRecord(
+        request_record(
             request_id="paid",
             started_at=NOW,
-            client_key=None,
-            api="anthropic_messages",
-            requested_model="claude-sonnet-4-5",
-            resolved_model="claude-sonnet-4-5",
-            provider="anthropic",
             connection_id="anthropic",
-            upstream_model="claude-sonnet-4-5",
-            outcome="ok",
-            status=200,
             stream=True,
             latency_ms=1.0,
             ttfb_ms=None,

@@ -15,15 +15,13 @@ from rungway.engine.record import RequestRecord
 from rungway.ledger.outbox import Outbox
 from rungway.ledger.pg_schema import COLUMNS
 from rungway.ledger.sqlite import SqliteLedger
+from tests.records import request_record
 
 NOW = 1_796_000_000.0
 
 
 def _row(request_id: str, cost: float = 0.0) -> RequestRecord:
-    return RequestRecord(
-        request_id, NOW, None, "openai_chat", "m", "m", "openai", "c", "m", "ok", 200, False, 1.0,
-        None, rung="cheap", cost_usd=cost,
-    )  # fmt: skip
+    return request_record(request_id=request_id, started_at=NOW, rung="cheap", cost_usd=cost)
 
 
 def _waiting(path: Path) -> list[str]:

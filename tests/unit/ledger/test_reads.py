@@ -12,23 +12,20 @@ from rungway.engine.record import Attempt, RequestRecord
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.protocol.usage import Usage
+from tests.records import request_record
 
 PLAN = orjson.dumps({"requested": "auto", "candidates": [], "skipped": []})
 
 
 def _record(request_id: str, started_at: float, *, plan: bytes | None = PLAN) -> RequestRecord:
-    return RequestRecord(
+    return request_record(
         request_id=request_id,
         started_at=started_at,
         client_key="laptop",
         api="anthropic",
         requested_model="auto",
         resolved_model="auto",
-        provider="anthropic",
         connection_id="api",
-        upstream_model="claude-sonnet-4-5",
-        outcome="ok",
-        status=200,
         stream=True,
         latency_ms=12.5,
         ttfb_ms=3.0,

@@ -18,6 +18,7 @@ from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.report import DIMENSIONS, Dimension, SpendReport, SpendRow, spend_report
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.protocol.usage import Usage
+from tests.records import request_record
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC).timestamp()
 DAY = period_bounds("day", NOW)
@@ -37,7 +38,7 @@ def _record(
     cost: float = 0.0,
     list_cost: float | None = 0.001,
 ) -> RequestRecord:
-    return RequestRecord(
+    return request_record(
         request_id=f"r{number}",
         started_at=started_at,
         client_key=key,
@@ -49,7 +50,6 @@ def _record(
         upstream_model=upstream_model,
         outcome="ok" if connection else "server",
         status=200 if connection else 502,
-        stream=False,
         latency_ms=10.0,
         ttfb_ms=None,
         usage=Usage(*tokens),
@@ -236,7 +236,7 @@ _RECORDS = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(records=_RECORDS, by=st.sampled_from(DIMENSIONS))
 def test_both_ledgers_agree_on_any_records(records: list[RequestRecord], by: Dimension) -> None:
     with tempfile.TemporaryDirectory() as folder:

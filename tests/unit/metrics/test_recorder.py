@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
 import pytest
 
 from rungway.budget.local import Reservation
@@ -13,6 +10,7 @@ from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
 from rungway.protocol.usage import Usage
 from rungway.routing.rungs import Rung
+from tests.records import request_record
 
 
 class _Ledger:
@@ -21,29 +19,6 @@ class _Ledger:
 
     def record(self, row: RequestRecord, settles: Reservation | None = None) -> None:
         self.rows.append((row, settles))
-
-
-BASE = RequestRecord(
-    request_id="r1",
-    started_at=1_790_000_000.0,
-    client_key=None,
-    api="anthropic_messages",
-    requested_model="claude-sonnet-4-5",
-    resolved_model="claude-sonnet-4-5",
-    provider="anthropic",
-    connection_id="plan",
-    upstream_model="claude-sonnet-4-5",
-    outcome="ok",
-    status=200,
-    stream=False,
-    latency_ms=120.0,
-    ttfb_ms=110.0,
-    rung="subscription",
-)
-
-
-def _row(**fields: Any) -> RequestRecord:
-    return replace(BASE, **fields)
 
 
 @pytest.fixture
@@ -61,7 +36,7 @@ def test_each_row_reaches_the_ledger_with_its_reservation(
     world: tuple[GatewayMetrics, _Ledger, MetricsRecorder],
 ) -> None:
     _, ledger, recorder = world
-    row = _row()
+    row = request_record()
     reservation = Reservation(id=7, rung=Rung.CHEAP, client_key=None, amount=0.5, expires_at=0.0)
     recorder.record(row, settles=reservation)
     recorder.record(row)
@@ -72,9 +47,9 @@ def test_requests_latency_and_overhead_are_counted_by_their_labels(
     world: tuple[GatewayMetrics, _Ledger, MetricsRecorder],
 ) -> None:
     metrics, _, recorder = world
-    recorder.record(_row(latency_ms=120.0, upstream_ms=119.5))
-    recorder.record(_row(latency_ms=2500.0, upstream_ms=2499.0))
-    recorder.record(_row(outcome="server", status=502, latency_ms=40.0))
+    recorder.record(request_record(latency_ms=120.0, upstream_ms=119.5))
+    recorder.record(request_record(latency_ms=2500.0, upstream_ms=2499.0))
+    recorder.record(request_record(outcome="server", status=502, latency_ms=40.0))
     labels = {"rung": "subscription", "connection": "plan", "api": "anthropic_messages"}
     assert _value(metrics, "rungway_requests_total", **labels, outcome="ok") == 2
     assert _value(metrics, "rungway_requests_total", **labels, outcome="server") == 1
@@ -94,11 +69,15 @@ def test_tokens_and_spend_are_summed_per_rung(
 ) -> None:
     metrics, _, recorder = world
     usage = Usage(input_tokens=100, output_tokens=20, cache_read_tokens=300, cache_write_tokens=5)
-    recorder.record(_row(usage=usage, list_cost_usd=0.01))
+    recorder.record(request_record(usage=usage, list_cost_usd=0.01))
     recorder.record(
-        _row(rung="cheap", connection_id="cheap", usage=usage, cost_usd=0.002, list_cost_usd=0.002)
+        request_record(
+            rung="cheap", connection_id="cheap", usage=usage, cost_usd=0.002, list_cost_usd=0.002
+        )
     )
-    recorder.record(_row(rung="cheap", connection_id="cheap", usage=Usage(input_tokens=1)))
+    recorder.record(
+        request_record(rung="cheap", connection_id="cheap", usage=Usage(input_tokens=1))
+    )
     tokens = "rungway_tokens_total"
     assert _value(metrics, tokens, rung="subscription", kind="input") == 100
     assert _value(metrics, tokens, rung="subscription", kind="output") == 20
@@ -116,15 +95,17 @@ def test_fall_throughs_count_the_attempts_before_the_serving_one(
 ) -> None:
     metrics, _, recorder = world
     overloaded = Attempt("plan", "overloaded", 529, 30.0)
-    recorder.record(_row(connection_id="api", attempts=(overloaded,)))
+    recorder.record(request_record(connection_id="api", attempts=(overloaded,)))
     # A give-up: the first failure fell through, the last ended the request.
     timeout = Attempt("api", "timeout", None, 1500.0)
     recorder.record(
-        _row(connection_id=None, rung=None, outcome="timeout", attempts=(overloaded, timeout))
+        request_record(
+            connection_id=None, rung=None, outcome="timeout", attempts=(overloaded, timeout)
+        )
     )
     # The serving attempt's own failure (a stream broken after content) is no fall-through.
     broken = Attempt("api", "network", 200, 0.0)
-    recorder.record(_row(connection_id="api", outcome="network", attempts=(broken,)))
+    recorder.record(request_record(connection_id="api", outcome="network", attempts=(broken,)))
     fell = "rungway_fall_throughs_total"
     assert _value(metrics, fell, connection="plan", failure="overloaded") == 2
     assert _value(metrics, fell, connection="api", failure="timeout") is None
@@ -135,7 +116,7 @@ def test_fall_throughs_count_the_attempts_before_the_serving_one(
 
 def test_two_gateways_count_apart() -> None:
     first, second = GatewayMetrics(), GatewayMetrics()
-    MetricsRecorder(_Ledger(), first).record(_row())
+    MetricsRecorder(_Ledger(), first).record(request_record())
     labels = {"rung": "subscription", "connection": "plan", "api": "anthropic_messages"}
     assert first.registry.get_sample_value("rungway_requests_total", {**labels, "outcome": "ok"})
     assert (
