@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import openai
 import pytest
+from hypothesis import settings
+
+# Hypothesis profiles. Locally a property gets few examples, so the unit tests stay quick;
+# CI (`.ci/run` sets HYPOTHESIS_PROFILE=ci) draws many more, so rare worlds still come up.
+# No deadline in either: the machine running the suite may be busy, and a slow example is
+# not a failure. `--hypothesis-profile` on the command line still wins.
+settings.register_profile("dev", max_examples=30, deadline=None)
+settings.register_profile("ci", max_examples=500, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 @pytest.fixture(autouse=True)

@@ -45,7 +45,7 @@ def test_models_without_a_token_price_have_no_rates() -> None:
 counts = st.integers(0, 400_000)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     st.sampled_from(
         [

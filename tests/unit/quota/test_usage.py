@@ -34,7 +34,7 @@ READERS: dict[str, Reader] = {
     "gemini": read_gemini_quota,
     "openrouter": read_openrouter_key,
 }
-EXAMPLES = settings(max_examples=300, deadline=None)
+EXAMPLES = settings(deadline=None)
 
 
 CASES = recorded(

@@ -48,7 +48,7 @@ PROVIDERS = ("planned", "overflowing", "metered-co", "brand-new", "seat")
 AUTHS = ("oauth", "apikey", "none", "cookie")
 MODELS = ("m0", "m1", "m2", "fable", "saga")
 RUNG_NAMES: tuple[RungName, ...] = ("subscription", "keyless", "free", "cheap", "premium")
-EXAMPLES = settings(max_examples=150, deadline=None)
+EXAMPLES = settings(deadline=None)
 
 entries = st.builds(
     CatalogEntry,
