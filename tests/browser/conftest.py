@@ -1,7 +1,8 @@
 """A browser on the dashboard of a real gateway, in front of simulated upstreams.
 
 Chromium comes from Debian (`apt-get install chromium`, done by `.ci/run`), driven headless
-by Playwright. Each test gets its own world: a Claude-plan-like subscription whose 5h
+by Playwright; without it these tests skip, or fail when RUNGWAY_REQUIRE_ALL_TESTS=1
+(tests/installs.py). Each test gets its own world: a Claude-plan-like subscription whose 5h
 window holds about six requests, an Anthropic API key above it on the premium rung, and a
 gateway sharing the plan's fake clock, so a window's reset comes in an instant. The clock
 starts at the real time, so that the ledger's rows (stamped by the wall clock) fall in the
@@ -36,9 +37,10 @@ from rungway.config import parse_settings
 from rungway.credentials.secrets import read_secrets
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
+from tests.installs import ci_step, not_installed
 
 CHROMIUM = Path("/usr/bin/chromium")
-INSTALL_STEP = "install Debian's Chromium: apt-get install -y chromium (as .ci/run does)"
+INSTALL_STEP = f"as root, run: {ci_step('apt-get install')}"
 ARTIFACTS_ENV = "RUNGWAY_TEST_ARTIFACTS"
 PLAN_TOKEN = "sk-ant-oat01-browser-plan"
 API_KEY = "sk-ant-api03-browser-key"
@@ -155,7 +157,7 @@ def keyed_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Wor
 @pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     if not CHROMIUM.is_file():
-        pytest.fail(f"no Chromium at {CHROMIUM}: {INSTALL_STEP}", pytrace=False)
+        not_installed(f"no Chromium at {CHROMIUM}", INSTALL_STEP)
     with sync_playwright() as driver:
         yield driver
 

@@ -1,6 +1,7 @@
 """Real clients against a real gateway on loopback, in front of simulated upstreams.
 
-The Claude Code and Codex CLIs come from npm, installed by `.ci/run` into `.ci/node/`.
+The Claude Code and Codex CLIs come from npm, installed by `.ci/run` into `.ci/node/`;
+without them these tests skip, or fail when RUNGWAY_REQUIRE_ALL_TESTS=1 (tests/installs.py).
 Each test gets its own world: simulated upstreams (in-process `SimUpstream`s), a gateway
 whose rung 0 is the simulated plan and whose cheap rung is a simulated OpenAI-compatible
 provider, and a temporary HOME and config folder for the CLI, so nothing of the machine's
@@ -31,13 +32,11 @@ from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import RecordedRequest, Scenario, SimUpstream, builtin_scenario, load_scenario
+from tests.installs import ci_step, not_installed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO_ROOT / ".ci" / "node" / "node_modules" / ".bin"
-INSTALL_STEP = (
-    "run the npm install step of .ci/run from the repository root "
-    "(npm install --prefix .ci/node ... @anthropic-ai/claude-code@... @openai/codex@...)"
-)
+INSTALL_STEP = f"from the repository root, run: {ci_step('npm install --prefix .ci/node')}"
 
 LADDER = "auto/thrifty"
 CLAUDE_CLIENT_KEY = "sk-rungway-clients-claude-code"
@@ -60,7 +59,7 @@ DEAD_PROXY = "http://127.0.0.1:9"
 def _find_cli(name: str, home: Path) -> Path:
     path = NODE_BIN / name
     if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(f"the {name} CLI is not installed at {path}: {INSTALL_STEP}", pytrace=False)
+        not_installed(f"the {name} CLI is not installed at {path}", INSTALL_STEP)
     probe = subprocess.run(
         [str(path), "--version"],
         capture_output=True,
@@ -80,13 +79,13 @@ def _find_cli(name: str, home: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def claude_cli(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The installed `claude` (Claude Code); fails the test when it is missing."""
+    """The installed `claude` (Claude Code); skips the test when it is missing."""
     return _find_cli("claude", tmp_path_factory.mktemp("claude-probe"))
 
 
 @pytest.fixture(scope="session")
 def codex_cli(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The installed `codex` (the Codex CLI); fails the test when it is missing."""
+    """The installed `codex` (the Codex CLI); skips the test when it is missing."""
     return _find_cli("codex", tmp_path_factory.mktemp("codex-probe"))
 
 
