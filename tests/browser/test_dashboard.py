@@ -40,6 +40,7 @@ def _shoot(page: Page, folder: Path, name: str, *, full_page: bool = True) -> No
     page.emulate_media(color_scheme="light")
 
 
+@pytest.mark.slow
 def test_the_dashboard_follows_a_plan_running_out_and_coming_back(
     world: World, page: Page, artifacts: Path
 ) -> None:
@@ -138,6 +139,7 @@ def test_with_an_admin_key_the_page_asks_for_it_once_and_never_holds_it(
     assert page.evaluate("sessionStorage.length") == 0
 
 
+@pytest.mark.slow
 def test_a_cooldown_a_fall_through_and_a_disabled_connection_show_live(
     world: World, page: Page, artifacts: Path
 ) -> None:

@@ -91,6 +91,7 @@ def test_real_answers_of_every_admin_endpoint_match_the_schema(gateway: RunningG
     assert checked == every
 
 
+@pytest.mark.slow
 def test_fuzzing_the_admin_api_from_its_schema_finds_no_server_error_or_accepted_bad_input(
     gateway: RunningGateway, tmp_path: Path
 ) -> None:

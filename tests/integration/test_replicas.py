@@ -255,6 +255,7 @@ def test_three_replicas_keep_one_budget_and_the_ledger_matches_the_upstreams(
     assert spent <= 0.002 + reservation
 
 
+@pytest.mark.slow
 def test_a_plan_spent_through_one_replica_is_spent_for_all_until_its_reset(
     cluster: Cluster, sims: Sims
 ) -> None:
@@ -290,6 +291,7 @@ def test_a_plan_spent_through_one_replica_is_spent_for_all_until_its_reset(
     assert 1 <= sims.usage_polls() <= elapsed / POLL_INTERVAL_S + 2
 
 
+@pytest.mark.slow
 def test_a_disable_on_one_replica_holds_on_all_and_across_a_restart(
     cluster: Cluster, sims: Sims
 ) -> None:
@@ -311,6 +313,7 @@ def test_a_disable_on_one_replica_holds_on_all_and_across_a_restart(
     assert sims.posts(sims.backup) == 5
 
 
+@pytest.mark.slow
 def test_a_replica_killed_under_load_frees_its_holds_after_the_ttl_and_records_them_later(
     cluster: Cluster, sims: Sims, pg_schema: str
 ) -> None:

@@ -98,6 +98,7 @@ def test_more_than_one_worker_needs_a_shared_store(tmp_path: Path, cheap: SimUps
     assert not (tmp_path / "ledger.sqlite3").exists()
 
 
+@pytest.mark.slow
 def test_workers_share_one_port_and_a_dead_one_is_started_again(
     tmp_path: Path, cheap: SimUpstream, redis_prefix: str
 ) -> None:
