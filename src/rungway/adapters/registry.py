@@ -1,6 +1,9 @@
 """The one table from provider to adapter and default base URL.
 
-A new OpenAI-compatible vendor is one row here (and a name in `config.Provider`).
+A new OpenAI-compatible vendor is one row here, the same name in `config.Provider`, an entry
+in the billing catalog (`routing/billing_catalog.yaml`) and its genai-prices id in
+`pricing/prices.py`; a provider that lacks either says why in the tables below.
+`tests/unit/adapters/test_registry.py` keeps all of them in step.
 """
 
 from __future__ import annotations
@@ -40,6 +43,23 @@ PROVIDERS: dict[str, ProviderEntry] = {
     "openrouter": ProviderEntry(OpenRouterAdapter(), "https://openrouter.ai/api/v1"),
     "ollama": ProviderEntry(_OPENAI, "http://127.0.0.1:11434/v1"),
 }
+
+_ANY_VENDOR = "any vendor's endpoint, whose terms rungway cannot know"
+
+WITHOUT_CATALOG_ENTRY: dict[str, str] = {
+    "anthropic-compatible": f"{_ANY_VENDOR}: `unknown`, counted as metered, unless `billing:` says",
+    "openai-compatible": f"{_ANY_VENDOR}: `unknown`, counted as metered, unless `billing:` says",
+    "ollama": "a local server, normally keyless, and keyless connections never read the catalog",
+}
+"""Providers with no billing catalog entry, and why none is curated."""
+
+WITHOUT_PRICE_ID: dict[str, str] = {
+    "anthropic-compatible": f"{_ANY_VENDOR}: priced by model name alone",
+    "openai-compatible": f"{_ANY_VENDOR}: priced by model name alone",
+    "copilot": "billed by seat and premium requests, never per token",
+    "ollama": "runs models locally, at no per-token price",
+}
+"""Providers with no genai-prices provider id, and why."""
 
 
 def provider_entry(provider: str) -> ProviderEntry:

@@ -19,7 +19,14 @@ from genai_prices.data_snapshot import DataSnapshot
 from genai_prices.types import ModelInfo, StartDateConstraint, TieredPrices, TimeOfDateConstraint
 from genai_prices.types import ModelPrice as ListedPrice
 
-__all__ = ["KNOWN_PROVIDERS", "PRICE_SOURCE", "ModelPrice", "find_listed_price", "list_price"]
+__all__ = [
+    "KNOWN_PROVIDERS",
+    "PRICE_SOURCE",
+    "ModelPrice",
+    "find_listed_price",
+    "genai_prices_provider",
+    "list_price",
+]
 
 PRICE_SOURCE: Final = "genai-prices"
 """`ModelPrice.source` of every price read from the bundled genai-prices table."""
@@ -62,6 +69,12 @@ class ModelPrice:
     def is_zero(self) -> bool:
         """True when both input and output tokens cost nothing."""
         return self.input_per_mtok == 0 and self.output_per_mtok == 0
+
+
+def genai_prices_provider(provider: str) -> str | None:
+    """The genai-prices provider id that lists `provider`'s prices, or None when it has none
+    (no per-token price, or matched by model name alone)."""
+    return _PRICE_PROVIDER.get(provider)
 
 
 def list_price(provider: str, model: str, *, on: date | None = None) -> ModelPrice | None:
