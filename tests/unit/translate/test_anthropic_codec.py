@@ -11,7 +11,7 @@ import orjson
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from rungway.translate.anthropic import ANTHROPIC, DROPPED_FIELDS, AnthropicCodec
+from rungway.translate.anthropic import ANTHROPIC, DROPPED_FIELDS
 from rungway.translate.canonical import (
     Image,
     Message,
@@ -26,7 +26,6 @@ from rungway.translate.canonical import (
     ToolCall,
     ToolResult,
 )
-from rungway.translate.codec import Codec
 
 LONG_NAME = "mcp__filesystem__" + "read_text_file_with_a_very_long_descriptive_name_" * 2
 assert 64 < len(LONG_NAME) <= 128
@@ -75,12 +74,6 @@ def sdk_round_trip(body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any
     message = client.messages.create(**params, extra_body=extra, timeout=30)
     valid_message(message.model_dump(mode="json", exclude_unset=True))
     return sent[0]
-
-
-def test_the_codec_satisfies_the_protocol() -> None:
-    codec: Codec = ANTHROPIC
-    assert isinstance(codec, AnthropicCodec)
-    assert codec.api == "anthropic_messages"
 
 
 # Requests from Anthropic clients

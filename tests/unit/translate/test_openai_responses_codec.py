@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseCreateParams
 from pydantic import TypeAdapter
 
-from rungway.protocol.api import Api
 from rungway.protocol.openai_responses import check_request
 from rungway.translate.canonical import (
     Image,
@@ -31,7 +30,6 @@ from rungway.translate.canonical import (
     ToolCall,
     ToolResult,
 )
-from rungway.translate.codec import Codec
 from rungway.translate.names import short_tool_name
 from rungway.translate.openai_responses import (
     DROPPED_FIELDS,
@@ -43,7 +41,6 @@ from rungway.translate.openai_responses_stream import ANTHROPIC_REDACTED, ANTHRO
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "translate" / "openai_responses"
 CREATE_PARAMS: TypeAdapter[Any] = TypeAdapter(ResponseCreateParams)
 LONG_NAME = "mcp__workspace_server__" + "search_every_document_in_the_shared_drive_" * 2
-CODEC: Codec = OPENAI_RESPONSES
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -56,10 +53,6 @@ def read(body: dict[str, Any]) -> Request:
     """Read a client body that the protocol check accepts."""
     assert check_request(body) is None
     return OPENAI_RESPONSES.read_request(body)
-
-
-def test_the_codec_speaks_responses() -> None:
-    assert CODEC.api is Api.OPENAI_RESPONSES
 
 
 def test_a_coding_agent_request_reads_into_turns() -> None:
