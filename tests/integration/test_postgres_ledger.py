@@ -333,7 +333,7 @@ def _serve(config: Path, url: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
