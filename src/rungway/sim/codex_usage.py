@@ -16,11 +16,12 @@ from typing import Any
 import orjson
 
 from rungway.sim.codex_quota import plan_windows, reset_after_s
+from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.openai_errors import error_reply
 from rungway.sim.quota import QuotaBook, WindowReading
 from rungway.sim.scenario import CodexSpec, Scenario
-from rungway.sim.usage_reads import Authenticate, UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/backend-api/wham/usage"), ("GET", "/api/codex/usage")})
 

@@ -15,25 +15,15 @@ from typing import Any
 
 import orjson
 
+from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota import QuotaBook, WindowReading
 from rungway.sim.scenario import CopilotSpec, Scenario
-from rungway.sim.usage_reads import UsageEndpoint, UsageReads, credential_check, retry_after
+from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/copilot_internal/user")})
 DEFAULT_API = "https://api.individual.githubcopilot.com"
 RATE_LIMIT_DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
-
-
-def quota_exceeded() -> Reply:
-    """The refusal of a premium request once the allowance is spent and overage is off.
-
-    Public reports of Copilot clients (the editor extension's log, the command-line
-    client, proxies) consistently show HTTP 402 with exactly this body on chat
-    completions; no first-party documentation was found, so treat it as observed.
-    """
-    body = {"error": {"message": "You have no quota", "code": "quota_exceeded"}}
-    return Reply(402, orjson.dumps(body))
 
 
 def _github_error(

@@ -23,7 +23,6 @@ from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import DONE, encode_event
 from rungway.sim.codex_quota import usage_limit_reply
 from rungway.sim.completion import Completion, ToolCall, chat_tool_turn, estimate_input_tokens
-from rungway.sim.copilot_usage import quota_exceeded
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
 from rungway.sim.openai_errors import (
@@ -33,6 +32,7 @@ from rungway.sim.openai_errors import (
     error_reply,
     new_request_id,
     openai_authenticate,
+    quota_exceeded,
     wait_phrase,
 )
 from rungway.sim.openrouter_credits import cost_of

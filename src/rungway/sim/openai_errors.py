@@ -1,7 +1,8 @@
 """OpenAI's error responses as the simulated upstreams send them.
 
 Shapes and messages follow docs/provider-signals.md A3 and B1: `{"error":{"message",
-"type","param","code"}}`, the two 429 flavours, and the 401s for a missing or wrong key.
+"type","param","code"}}`, the two 429 flavours, the 401s for a missing or wrong key, and the
+402 a Copilot seat answers a chat request past its allowance (A5.3).
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import secrets
 
 import orjson
 
+from rungway.sim.credential import Authenticate, credential_check
 from rungway.sim.exchange import Reply
 from rungway.sim.quota import Header
 from rungway.sim.scenario import AuthSpec
-from rungway.sim.usage_reads import Authenticate, credential_check
 
 ERROR_DEFAULTS: dict[int, tuple[str, str | None, str]] = {
     400: ("invalid_request_error", None, "Invalid request."),
@@ -98,3 +99,14 @@ def unauthorized(sent: str | None) -> Reply:
 def openai_authenticate(auth: AuthSpec) -> Authenticate:
     """The OpenAI API's credential check for the scenario's key."""
     return credential_check(auth, unauthorized)
+
+
+def quota_exceeded() -> Reply:
+    """The refusal of a premium request once the allowance is spent and overage is off.
+
+    Public reports of Copilot clients (the editor extension's log, the command-line
+    client, proxies) consistently show HTTP 402 with exactly this body on chat
+    completions; no first-party documentation was found, so treat it as observed.
+    """
+    body = {"error": {"message": "You have no quota", "code": "quota_exceeded"}}
+    return Reply(402, orjson.dumps(body))

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import orjson
 
+from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.openrouter_credits import CreditLedger
 from rungway.sim.quota import QuotaBook
 from rungway.sim.scenario import CreditsSpec, Scenario
-from rungway.sim.usage_reads import UsageEndpoint, UsageReads, credential_check, retry_after
+from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/api/v1/key"), ("GET", "/api/v1/auth/key")})
 # Still sent, with this note, though nothing enforces it any more (A7).

@@ -13,10 +13,11 @@ from typing import Any
 import orjson
 
 from rungway.protocol.anthropic_messages import error_body
+from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota import QuotaBook
 from rungway.sim.scenario import Scenario
-from rungway.sim.usage_reads import Authenticate, UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/api/oauth/usage")})
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from rungway.sim.codex_usage import codex_usage
 from rungway.sim.copilot_usage import copilot_usage
+from rungway.sim.credential import Authenticate
 from rungway.sim.gemini_quota import gemini_quota
 from rungway.sim.openrouter_credits import CreditLedger
 from rungway.sim.openrouter_key import openrouter_key
 from rungway.sim.plan_usage import claude_usage
 from rungway.sim.quota import QuotaBook
 from rungway.sim.scenario import Scenario
-from rungway.sim.usage_reads import Authenticate, UsageEndpoint
+from rungway.sim.usage_reads import UsageEndpoint
 
 
 def build_usage_endpoint(

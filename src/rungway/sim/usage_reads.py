@@ -8,43 +8,16 @@ endpoints differ only in the shape of their refusals, which each one supplies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rungway.clock import Clock
+from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
-from rungway.sim.scenario import AuthSpec
 
-Authenticate = Callable[[RecordedRequest], Reply | None]
-"""None when the request's credential is accepted, else the refusal to send."""
 TooMany = Callable[[int], Reply]
 """The provider's 429 for a reader who must wait this many whole seconds."""
 HOUR_S = 3600.0
-
-
-def credential_check(
-    auth: AuthSpec,
-    unauthorized: Callable[[str | None], Reply],
-    schemes: Iterable[str] = ("bearer",),
-) -> Authenticate:
-    """Accept the scenario's token as `Authorization: <scheme> <token>` (or `x-api-key`).
-
-    `unauthorized` gets the credential that was sent (None when none was) and renders
-    the provider's 401.
-    """
-    accepted = {scheme.lower() for scheme in schemes}
-
-    def authenticate(request: RecordedRequest) -> Reply | None:
-        if auth.kind == "none":
-            return None
-        if auth.kind == "x-api-key":
-            sent = request.header("x-api-key")
-        else:
-            scheme, _, token = (request.header("authorization") or "").strip().partition(" ")
-            sent = token.strip() if scheme.lower() in accepted and token.strip() else None
-        return None if sent == auth.token else unauthorized(sent)
-
-    return authenticate
 
 
 class UsageReads:
