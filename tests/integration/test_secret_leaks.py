@@ -16,7 +16,7 @@ from cryptography.fernet import Fernet
 from rungway.clock import FakeClock
 from rungway.credentials.store import KEY_ENV, CredentialStore, StoredCredential
 from rungway.sim import HttpErrorFault, Scenario, SimUpstream, StreamErrorFault
-from rungway.sim.token_spec import TokenFault
+from rungway.sim.oauth.token_spec import TokenFault
 
 from .conftest import (
     API_KEY,

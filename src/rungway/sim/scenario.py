@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rungway.sim.faults import Fault
-from rungway.sim.token_spec import OAuthSpec
+from rungway.sim.oauth.token_spec import OAuthSpec
 
 ApiKind = Literal["anthropic", "openai", "responses"]
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
@@ -217,7 +217,7 @@ class Scenario(_Frozen):
     extra_usage: ExtraUsageSpec | None = None
     """A Claude plan's extra usage; unset, its responses carry no overage headers."""
     oauth: OAuthSpec | None = None
-    """A token endpoint served next to the API (see `token_server.py`)."""
+    """A token endpoint served next to the API (see `oauth/token_server.py`)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -25,6 +25,7 @@ from rungway.sim.exchange import (
     send_reply,
 )
 from rungway.sim.faults import Fault, FaultQueue
+from rungway.sim.oauth.token_server import TokenServer
 from rungway.sim.openai_api import OpenAIApi
 from rungway.sim.openrouter_credits import CreditLedger
 from rungway.sim.quota import QuotaBook
@@ -32,7 +33,6 @@ from rungway.sim.responses_api import ResponsesApi
 from rungway.sim.scenario import Scenario
 from rungway.sim.serving import ServedReply
 from rungway.sim.tally import Tally
-from rungway.sim.token_server import TokenServer
 from rungway.sim.usage_endpoints import build_usage_endpoint
 
 # Recorded requests are capped so a long benchmark run cannot grow memory without bound.

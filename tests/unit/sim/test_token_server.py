@@ -20,7 +20,7 @@ from rungway.credentials.grants import (
 )
 from rungway.credentials.store import StoredCredential
 from rungway.sim import Scenario, SimUpstream
-from rungway.sim.token_spec import TokenFault
+from rungway.sim.oauth.token_spec import TokenFault
 
 START = 1_790_000_000.0
 PLAN_TOKEN = "sk-ant-oat01-sim-initial"

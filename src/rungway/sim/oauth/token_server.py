@@ -29,7 +29,7 @@ import orjson
 
 from rungway.clock import Clock
 from rungway.sim.exchange import RecordedRequest, Reply, json_reply
-from rungway.sim.token_spec import OAuthSpec, TokenFault, TokenStyle
+from rungway.sim.oauth.token_spec import OAuthSpec, TokenFault, TokenStyle
 
 PATHS: dict[TokenStyle, tuple[str, str]] = {
     "anthropic": ("POST", "/v1/oauth/token"),
