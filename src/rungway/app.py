@@ -26,7 +26,6 @@ from rungway.engine.dispatch import Engine
 from rungway.engine.planning import LadderInputs, Planner
 from rungway.engine.record import Recorder
 from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, StateSource
-from rungway.engine.upstream import UpstreamClient
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.postgres import PostgresLedger
 from rungway.ledger.sqlite import SqliteLedger
@@ -50,6 +49,7 @@ from rungway.server.auth import ClientKeys
 from rungway.server.rate import RequestRate
 from rungway.stores import Stores, open_stores
 from rungway.translate.codecs import codec_for
+from rungway.transport.aiohttp import AiohttpTransport
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def build_gateway(
     clock = clock or SystemClock()
     stores = open_stores(settings, secrets, ledger=ledger, clock=clock, worker=worker)
     store, link = stores.ledger, stores.link
-    client = UpstreamClient(settings.timeouts)
+    client = AiohttpTransport(settings.timeouts)
     roster = build_roster(settings)
     # The board learns from traffic and from the plans' usage endpoints; a test may
     # instead supply fixed readings as `state`, which then nothing updates.
@@ -153,7 +153,8 @@ def build_gateway(
     if access is not None:
         recorder = AccessLog(recorder, access)
     engine = Engine(
-        client=client,
+        transport=client,
+        timeouts=settings.timeouts,
         recorder=recorder,
         quota=observer,
         budget=budget,
@@ -235,7 +236,7 @@ def _live_quota(
     connections: dict[str, Connection],
     roster: Roster,
     stores: Stores,
-    client: UpstreamClient,
+    client: AiohttpTransport,
     clock: Clock,
 ) -> _LiveQuota:
     link = stores.link

@@ -20,6 +20,7 @@ from rungway.adapters.base import (
 )
 from rungway.budget import BudgetUnavailable, Shortfall
 from rungway.clock import Clock
+from rungway.config import TimeoutSettings
 from rungway.credentials.redaction import redact_bytes
 from rungway.engine.answers import AnswerReader
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
@@ -33,8 +34,8 @@ from rungway.engine.spending import NO_COST, Spending, over_budget
 from rungway.engine.state import Budget, QuotaObserver
 from rungway.engine.trail import Trail, json_headers, ms, upstream_ms
 from rungway.engine.translation import CodecFor, Translation
-from rungway.engine.upstream import (
-    UpstreamClient,
+from rungway.engine.transport import (
+    Transport,
     UpstreamResponse,
     UpstreamTimeout,
     UpstreamUnreachable,
@@ -52,7 +53,8 @@ class Engine:
     def __init__(
         self,
         *,
-        client: UpstreamClient,
+        transport: Transport,
+        timeouts: TimeoutSettings,
         recorder: Recorder,
         quota: QuotaObserver,
         budget: Budget,
@@ -60,7 +62,8 @@ class Engine:
         codec_for: CodecFor,
         prices: PriceBook | None = None,
     ) -> None:
-        self._client = client
+        self._transport = transport
+        self._timeouts = timeouts
         self._codec_for = codec_for
         self._recorder = recorder
         self._quota = quota
@@ -137,7 +140,7 @@ class Engine:
             if request is None:
                 continue
             try:
-                response = await self._client.send(request)
+                response = await self._transport.send(request)
                 body = await response.read()
             except (UpstreamTimeout, UpstreamUnreachable):
                 continue
@@ -226,7 +229,7 @@ class Engine:
             return request
         trail.sent, trail.answered, trail.overage = time.perf_counter(), None, False
         try:
-            response = await self._client.send(request)
+            response = await self._transport.send(request)
         except UpstreamTimeout as error:
             trail.reached = True
             return Failure(FailureClass.TIMEOUT, str(error))
@@ -304,8 +307,8 @@ class Engine:
             adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk),
             STREAM_ERROR_EVENTS[call.api],
             translation.stream(adapter.api) if translation is not None else None,
-            first_content_s=self._client.timeouts.first_content_s,
-            max_stream_s=self._client.timeouts.max_stream_s,
+            first_content_s=self._timeouts.first_content_s,
+            max_stream_s=self._timeouts.max_stream_s,
         )
         failure = await relay.prime()
         if failure is not None:

@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Callable
 
 from rungway.adapters.base import EventKind, StreamWatcher
 from rungway.credentials.redaction import redact_bytes
-from rungway.engine.upstream import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
+from rungway.engine.transport import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol.errors import StreamErrorEvent
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter

@@ -11,10 +11,10 @@ from rungway.adapters.base import UpstreamRequest
 from rungway.adapters.openai_chat import OpenAIChatWatcher
 from rungway.config import TimeoutSettings
 from rungway.engine.relay import StreamRelay
-from rungway.engine.upstream import UpstreamClient
 from rungway.protocol import openai_chat
 from rungway.protocol.failures import Failure
 from rungway.sim import Scenario, SimUpstream
+from rungway.transport.aiohttp import AiohttpTransport
 
 
 def _sim() -> SimUpstream:
@@ -30,7 +30,7 @@ def _sim() -> SimUpstream:
     )
 
 
-async def _relay(url: str, client: UpstreamClient) -> StreamRelay:
+async def _relay(url: str, client: AiohttpTransport) -> StreamRelay:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     request = UpstreamRequest(
         f"{url}/v1/chat/completions", {"content-type": "application/json"}, orjson.dumps(body)
@@ -45,7 +45,7 @@ def test_closing_a_stream_before_its_first_byte_still_finishes_it_once() -> None
     ended: list[tuple[str, Failure | None]] = []
 
     async def run(url: str) -> None:
-        client = UpstreamClient(TimeoutSettings())
+        client = AiohttpTransport(TimeoutSettings())
         await client.start()
         try:
             body = (await _relay(url, client)).body(lambda *end: ended.append(end))
@@ -64,7 +64,7 @@ def test_closing_a_stream_midway_finishes_it_once() -> None:
     ended: list[tuple[str, Failure | None]] = []
 
     async def run(url: str) -> None:
-        client = UpstreamClient(TimeoutSettings())
+        client = AiohttpTransport(TimeoutSettings())
         await client.start()
         try:
             body = (await _relay(url, client)).body(lambda *end: ended.append(end))

@@ -1,10 +1,11 @@
-"""The pooled HTTP client that carries every upstream request.
+"""The engine's transport over aiohttp: the pooled HTTP client that carries every
+upstream request.
 
 One keep-alive pool per gateway. Three timeouts apply: connect, first byte (until the
 response headers arrive) and idle (between two reads of the body). All three run on the
 client's own socket timers rather than `asyncio.timeout`, which costs a system call per
-use on Python 3.11. Errors surface as `UpstreamTimeout` or `UpstreamUnreachable`, already
-in the words a user needs.
+use on Python 3.11. Errors surface as the port's `UpstreamTimeout` or `UpstreamUnreachable`
+(`rungway.engine.transport`), already in the words a user needs.
 """
 
 from __future__ import annotations
@@ -18,33 +19,19 @@ from aiohttp.client_proto import ResponseHandler
 
 from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
-
-
-class UpstreamTimeout(Exception):
-    """The upstream did not answer, or stopped sending, in time."""
-
-
-class UpstreamUnreachable(Exception):
-    """The upstream could not be reached, or dropped the connection.
-
-    `reached` is False when no connection was ever made, so the request never happened.
-    """
-
-    def __init__(self, message: str, *, reached: bool = True) -> None:
-        super().__init__(message)
-        self.reached = reached
+from rungway.engine.transport import BODY_LIMIT, UpstreamTimeout, UpstreamUnreachable
 
 
 @dataclass(slots=True)
-class UpstreamResponse:
-    """Response headers, and a handle to read the body."""
+class AiohttpResponse:
+    """Response headers, and a handle to read the body (an `UpstreamResponse`)."""
 
     status: int
     headers: Mapping[str, str]
     _response: aiohttp.ClientResponse
     _idle_s: float
 
-    async def read(self, limit: int = 64 * 1024 * 1024) -> bytes:
+    async def read(self, limit: int = BODY_LIMIT) -> bytes:
         """The whole body, then release the connection; more than `limit` bytes is refused."""
         declared = self._response.content_length
         if declared is not None and declared > limit:
@@ -80,12 +67,12 @@ class UpstreamResponse:
         self._response.release()
 
 
-class UpstreamClient:
-    """A keep-alive connection pool for all upstreams."""
+class AiohttpTransport:
+    """A keep-alive connection pool for all upstreams (a `Transport`)."""
 
     def __init__(self, timeouts: TimeoutSettings) -> None:
         self.timeouts = timeouts
-        """The timeouts in force; the stream relay reads its own two deadlines here."""
+        """The timeouts in force."""
         self._session: aiohttp.ClientSession | None = None
         # Reads wait first_byte_s for the response headers; after that the connection's
         # read timeout is narrowed to idle_s for the body (see `send`).
@@ -109,10 +96,10 @@ class UpstreamClient:
             await self._session.close()
             self._session = None
 
-    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+    async def send(self, request: UpstreamRequest) -> AiohttpResponse:
         """POST `request` and return once the response headers have arrived."""
         if self._session is None:
-            raise RuntimeError("UpstreamClient.start() was not called")
+            raise RuntimeError("AiohttpTransport.start() was not called")
         timeouts = self.timeouts
         try:
             response = await self._session.post(
@@ -136,14 +123,14 @@ class UpstreamClient:
             # the next request on that connection fails at once with a read timeout. No
             # timer after the end: the next request sets its own.
             response.content.on_eof(partial(_no_read_timer, protocol))
-        return UpstreamResponse(response.status, response.headers, response, timeouts.idle_s)
+        return AiohttpResponse(response.status, response.headers, response, timeouts.idle_s)
 
     async def get(
         self, url: str, headers: Mapping[str, str], deadline_s: float
     ) -> tuple[int, Mapping[str, str], bytes]:
         """GET `url` (a usage endpoint) and read the whole answer within `deadline_s`."""
         if self._session is None:
-            raise RuntimeError("UpstreamClient.start() was not called")
+            raise RuntimeError("AiohttpTransport.start() was not called")
         timeout = aiohttp.ClientTimeout(total=deadline_s)
         async with self._session.get(url, headers=dict(headers), timeout=timeout) as response:
             return response.status, response.headers, await response.read()

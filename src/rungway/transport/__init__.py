@@ -1,0 +1,1 @@
+"""Implementations of the engine's transport port (`rungway.engine.transport`)."""
