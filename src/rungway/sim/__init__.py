@@ -19,7 +19,7 @@ from rungway.sim.faults import (
     TimeoutFault,
     parse_faults,
 )
-from rungway.sim.openrouter_credits import CreditState
+from rungway.sim.quota.credits import CreditState
 from rungway.sim.scenario import (
     AuthSpec,
     ClockSpec,

@@ -19,9 +19,9 @@ from rungway.protocol.anthropic_messages import ERROR_TYPES
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import encode_event
 from rungway.sim.completion import Completion, anthropic_tool_turn, estimate_input_tokens
-from rungway.sim.exchange import RecordedRequest, Reply, send_reply
+from rungway.sim.exchange import Header, RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
-from rungway.sim.quota import Admission, Header, QuotaBook
+from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
 from rungway.sim.serving import GenerationRequest, GenerationService, ReplyLog
 from rungway.sim.tally import Tally

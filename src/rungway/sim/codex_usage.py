@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from rungway.sim.codex_quota import plan_windows, reset_after_s
 from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.openai_errors import error_reply
-from rungway.sim.quota import QuotaBook, WindowReading
+from rungway.sim.quota.codex import plan_windows, reset_after_s
+from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import CodexSpec, Scenario
 from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 

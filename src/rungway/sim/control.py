@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rungway.clock import Clock, FakeClock
 from rungway.sim.exchange import RecordedRequest, Reply, json_reply
 from rungway.sim.faults import Fault, QueuedFault, parse_faults
-from rungway.sim.openrouter_credits import CreditState
-from rungway.sim.quota import WindowReading
+from rungway.sim.quota.credits import CreditState
+from rungway.sim.quota.windows import WindowReading
 from rungway.sim.tally import ModelTally
 
 

@@ -17,7 +17,7 @@ import orjson
 
 from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
-from rungway.sim.quota import QuotaBook, WindowReading
+from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import CopilotSpec, Scenario
 from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 

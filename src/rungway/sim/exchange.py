@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 
 from rungway.protocol.asgi import Receive, Scope, Send
-from rungway.sim.quota import Header
 
+Header = tuple[bytes, bytes]
+"""One header: its name and value as bytes."""
 JSON_CONTENT_TYPE = (b"content-type", b"application/json")
 SSE_CONTENT_TYPE = (b"content-type", b"text/event-stream; charset=utf-8")
 

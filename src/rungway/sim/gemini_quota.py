@@ -15,7 +15,7 @@ import orjson
 
 from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
-from rungway.sim.quota import QuotaBook, WindowReading, rfc3339
+from rungway.sim.quota.windows import QuotaBook, WindowReading, rfc3339
 from rungway.sim.scenario import Scenario
 from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 

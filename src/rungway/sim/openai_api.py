@@ -21,9 +21,8 @@ import orjson
 from rungway.clock import Clock
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import DONE, encode_event
-from rungway.sim.codex_quota import usage_limit_reply
 from rungway.sim.completion import Completion, ToolCall, chat_tool_turn, estimate_input_tokens
-from rungway.sim.exchange import RecordedRequest, Reply, send_reply
+from rungway.sim.exchange import Header, RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
 from rungway.sim.openai_errors import (
     BAD_JSON_MESSAGE,
@@ -35,8 +34,9 @@ from rungway.sim.openai_errors import (
     quota_exceeded,
     wait_phrase,
 )
-from rungway.sim.openrouter_credits import cost_of
-from rungway.sim.quota import Admission, Header, QuotaBook
+from rungway.sim.quota.codex import usage_limit_reply
+from rungway.sim.quota.credits import cost_of
+from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.serving import Billing, GenerationRequest, GenerationService, ReplyLog
 from rungway.sim.tally import Tally

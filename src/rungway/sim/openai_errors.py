@@ -12,8 +12,7 @@ import secrets
 import orjson
 
 from rungway.sim.credential import Authenticate, credential_check
-from rungway.sim.exchange import Reply
-from rungway.sim.quota import Header
+from rungway.sim.exchange import Header, Reply
 from rungway.sim.scenario import AuthSpec
 
 ERROR_DEFAULTS: dict[int, tuple[str, str | None, str]] = {

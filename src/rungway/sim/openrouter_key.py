@@ -13,8 +13,8 @@ import orjson
 
 from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
-from rungway.sim.openrouter_credits import CreditLedger
-from rungway.sim.quota import QuotaBook
+from rungway.sim.quota.credits import CreditLedger
+from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import CreditsSpec, Scenario
 from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 

@@ -15,7 +15,7 @@ import orjson
 from rungway.protocol.anthropic_messages import error_body
 from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
-from rungway.sim.quota import QuotaBook
+from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
 

@@ -27,8 +27,8 @@ from rungway.sim.exchange import (
 from rungway.sim.faults import Fault, FaultQueue
 from rungway.sim.oauth.token_server import TokenServer
 from rungway.sim.openai_api import OpenAIApi
-from rungway.sim.openrouter_credits import CreditLedger
-from rungway.sim.quota import QuotaBook
+from rungway.sim.quota.credits import CreditLedger
+from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.responses_api import ResponsesApi
 from rungway.sim.scenario import Scenario
 from rungway.sim.serving import ServedReply

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.sim.completion import NO_TOOLS, Completion, ToolCall, ToolTurn, plan_completion
 from rungway.sim.exchange import (
+    Header,
     RecordedRequest,
     Reply,
     drop_connection,
@@ -40,8 +41,8 @@ from rungway.sim.faults import (
     StreamErrorFault,
     TimeoutFault,
 )
-from rungway.sim.header_families import header_writer
-from rungway.sim.quota import Admission, Header, QuotaBook
+from rungway.sim.quota.header_families import header_writer
+from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
 
@@ -146,11 +147,11 @@ class Dialect(Protocol):
 class Billing(Protocol):
     """Credits a request must be able to pay for before it is served (OpenRouter)."""
 
-    def refusal(self, request: GenerationRequest, completion: Completion) -> Reply | None:
-        """The refusal when the reply cannot be paid for, else None."""
+    def refusal(self, model: str, input_tokens: int, output_tokens: int) -> Reply | None:
+        """The refusal when a reply for `model` with this usage cannot be paid for, else None."""
         ...
 
-    def settle(self, request: GenerationRequest, completion: Completion) -> None:
+    def settle(self, model: str, input_tokens: int, output_tokens: int) -> None:
         """Charge a reply that was delivered whole."""
         ...
 
@@ -221,7 +222,10 @@ class GenerationService:
         completion = plan_completion(
             self._scenario.response, request.input_tokens, request.max_tokens, request.tools
         )
-        unpaid = None if self._billing is None else self._billing.refusal(request, completion)
+        unpaid = None
+        if self._billing is not None:
+            tokens = completion.input_tokens, completion.output_tokens
+            unpaid = self._billing.refusal(request.model, *tokens)
         if unpaid is not None:
             # Refused before admission, so no window is charged either.
             await self._send(send, unpaid)
@@ -352,7 +356,7 @@ class GenerationService:
             return
         self._tally.record(request.model, completion.input_tokens, completion.output_tokens)
         if self._billing is not None:
-            self._billing.settle(request, completion)
+            self._billing.settle(request.model, completion.input_tokens, completion.output_tokens)
 
 
 def _echoed(message: str | None, recorded: RecordedRequest) -> str:

@@ -6,10 +6,10 @@ from rungway.sim.codex_usage import codex_usage
 from rungway.sim.copilot_usage import copilot_usage
 from rungway.sim.credential import Authenticate
 from rungway.sim.gemini_quota import gemini_quota
-from rungway.sim.openrouter_credits import CreditLedger
 from rungway.sim.openrouter_key import openrouter_key
 from rungway.sim.plan_usage import claude_usage
-from rungway.sim.quota import QuotaBook
+from rungway.sim.quota.credits import CreditLedger
+from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.usage_reads import UsageEndpoint
 

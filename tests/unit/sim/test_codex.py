@@ -9,8 +9,8 @@ import pytest
 
 from rungway.clock import FakeClock
 from rungway.sim import CodexSpec, QuotaExhaustedFault, Scenario, SimUpstream, WindowSpec
-from rungway.sim.codex_quota import codex_headers
-from rungway.sim.quota import QuotaBook
+from rungway.sim.quota.codex import codex_headers
+from rungway.sim.quota.windows import QuotaBook
 
 from .conftest import START, RawResponse, chat_body, request
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from rungway.sim import Scenario, SimUpstream
-from rungway.sim.quota import rfc3339
+from rungway.sim.quota.windows import rfc3339
 
 from .conftest import START, RawResponse, chat_body, request
 

@@ -6,7 +6,7 @@ import pytest
 
 from rungway.clock import FakeClock
 from rungway.sim import WindowSpec
-from rungway.sim.quota import (
+from rungway.sim.quota.windows import (
     QuotaBook,
     apikey_headers,
     go_duration,

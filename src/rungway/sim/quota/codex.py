@@ -13,8 +13,8 @@ import math
 
 import orjson
 
-from rungway.sim.exchange import Reply
-from rungway.sim.quota import Admission, Header, WindowReading
+from rungway.sim.exchange import Header, Reply
+from rungway.sim.quota.windows import Admission, WindowReading
 from rungway.sim.scenario import CodexSpec
 
 PREFIX = "x-codex-"

@@ -13,7 +13,7 @@ admitted on a soft window that was already spent is overage, billed past the pla
 Header formats follow docs/provider-signals.md: the Claude-plan "unified" family (A2.3,
 epoch-second resets, fractional utilization), the Anthropic API-key family (A1, RFC 3339
 resets) and the OpenAI family (A3, Go-style durations); the Codex family lives in
-codex_quota.py and header_families.py picks a scenario's writer.
+codex.py and header_families.py picks a scenario's writer.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rungway.clock import Clock
+from rungway.sim.exchange import Header
 from rungway.sim.scenario import ExtraUsageSpec, WindowSpec
 
 # Claude plans start reporting `allowed_warning` once a window passes this share.
 WARNING_THRESHOLD = 0.75
 
-Header = tuple[bytes, bytes]
 HeaderWriter = Callable[["Admission"], list[Header]]
 
 

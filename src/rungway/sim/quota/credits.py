@@ -19,10 +19,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from rungway.clock import Clock
-from rungway.sim.completion import Completion
 from rungway.sim.exchange import Reply
 from rungway.sim.scenario import CreditReset, CreditsSpec, ModelSpec
-from rungway.sim.serving import GenerationRequest
 
 PERIODS: tuple[CreditReset, ...] = ("daily", "weekly", "monthly")
 INSUFFICIENT_MESSAGE = "Insufficient credits. Add more using https://openrouter.ai/credits"
@@ -125,9 +123,9 @@ class CreditLedger:
         """What a request for `model` with this usage costs."""
         return cost_of(self._models[model], input_tokens, output_tokens)
 
-    def refusal(self, request: GenerationRequest, completion: Completion) -> Reply | None:
+    def refusal(self, model: str, input_tokens: int, output_tokens: int) -> Reply | None:
         """The 402 when the remaining credits cannot cover this reply, else None."""
-        price = self.cost(request.model, completion.input_tokens, completion.output_tokens)
+        price = self.cost(model, input_tokens, output_tokens)
         with self._lock:
             self._roll(self._clock.now())
             remaining = self._remaining()
@@ -135,9 +133,9 @@ class CreditLedger:
             return insufficient_credits()
         return None
 
-    def settle(self, request: GenerationRequest, completion: Completion) -> None:
+    def settle(self, model: str, input_tokens: int, output_tokens: int) -> None:
         """Charge a completed reply."""
-        price = self.cost(request.model, completion.input_tokens, completion.output_tokens)
+        price = self.cost(model, input_tokens, output_tokens)
         with self._lock:
             self._roll(self._clock.now())
             for spent in self._periods.values():

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rungway.sim.codex_quota import codex_headers
-from rungway.sim.quota import (
+from rungway.sim.exchange import Header
+from rungway.sim.quota.codex import codex_headers
+from rungway.sim.quota.windows import (
     Admission,
-    Header,
     HeaderWriter,
     apikey_headers,
     openai_headers,
