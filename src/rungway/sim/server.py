@@ -16,7 +16,6 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from rungway.clock import Clock, FakeClock, SystemClock
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.runner import BackgroundServer, bind, uvicorn_config
-from rungway.sim.anthropic_api import AnthropicApi
 from rungway.sim.control import SimState, WindowState, handle_control
 from rungway.sim.exchange import (
     TRANSPORT_EXTENSION,
@@ -26,14 +25,15 @@ from rungway.sim.exchange import (
 )
 from rungway.sim.faults import Fault, FaultQueue
 from rungway.sim.oauth.token_server import TokenServer
-from rungway.sim.openai_api import OpenAIApi
 from rungway.sim.quota.credits import CreditLedger
 from rungway.sim.quota.windows import QuotaBook
-from rungway.sim.responses_api import ResponsesApi
 from rungway.sim.scenario import Scenario
-from rungway.sim.serving import ServedReply
 from rungway.sim.tally import Tally
 from rungway.sim.usage_endpoints import build_usage_endpoint
+from rungway.sim.wire.anthropic_api import AnthropicApi
+from rungway.sim.wire.openai_api import OpenAIApi
+from rungway.sim.wire.responses_api import ResponsesApi
+from rungway.sim.wire.serving import ServedReply
 
 # Recorded requests are capped so a long benchmark run cannot grow memory without bound.
 MAX_RECORDED_REQUESTS = 10_000

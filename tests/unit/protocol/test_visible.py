@@ -17,12 +17,12 @@ from rungway.adapters.openai_responses import OpenAIResponsesAdapter
 from rungway.clock import FakeClock
 from rungway.protocol import visible
 from rungway.protocol.sse import SseSplitter
-from rungway.sim.anthropic_api import AnthropicDialect
-from rungway.sim.completion import ToolTurn, plan_completion
-from rungway.sim.openai_api import OpenAIDialect
-from rungway.sim.responses_api import ResponsesDialect
 from rungway.sim.scenario import Scenario
-from rungway.sim.serving import GenerationRequest
+from rungway.sim.wire.anthropic_api import AnthropicDialect
+from rungway.sim.wire.completion import ToolTurn, plan_completion
+from rungway.sim.wire.openai_api import OpenAIDialect
+from rungway.sim.wire.responses_api import ResponsesDialect
+from rungway.sim.wire.serving import GenerationRequest
 
 TOOL = "Bash"
 

@@ -21,7 +21,7 @@ from rungway.sim import (
     builtin_scenario,
     load_scenario,
 )
-from rungway.sim.responses_api import CODEX_PATH, PUBLIC_PATH
+from rungway.sim.wire.responses_api import CODEX_PATH, PUBLIC_PATH
 
 from .conftest import START, RawResponse, request
 

@@ -18,13 +18,13 @@ import orjson
 from rungway.protocol.anthropic_messages import ERROR_TYPES
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import encode_event
-from rungway.sim.completion import Completion, anthropic_tool_turn, estimate_input_tokens
 from rungway.sim.exchange import Header, RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
 from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
-from rungway.sim.serving import GenerationRequest, GenerationService, ReplyLog
 from rungway.sim.tally import Tally
+from rungway.sim.wire.completion import Completion, anthropic_tool_turn, estimate_input_tokens
+from rungway.sim.wire.serving import GenerationRequest, GenerationService, ReplyLog
 
 OAUTH_BETA = "oauth-2025-04-20"
 # Models are listed with a fixed creation date: nothing reads it but clients parse it.

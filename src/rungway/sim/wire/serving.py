@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rungway.protocol.asgi import Receive, Scope, Send
-from rungway.sim.completion import NO_TOOLS, Completion, ToolCall, ToolTurn, plan_completion
 from rungway.sim.exchange import (
     Header,
     RecordedRequest,
@@ -45,6 +44,7 @@ from rungway.sim.quota.header_families import header_writer
 from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
+from rungway.sim.wire.completion import NO_TOOLS, Completion, ToolCall, ToolTurn, plan_completion
 
 
 @dataclass(frozen=True, slots=True)

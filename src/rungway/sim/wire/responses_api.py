@@ -22,12 +22,12 @@ from typing import Any
 import orjson
 
 from rungway.protocol.sse import encode_event
-from rungway.sim.completion import Completion, estimate_input_tokens, responses_tool_turn
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.faults import StreamErrorFault
-from rungway.sim.openai_api import OpenAIApi, OpenAIDialect, new_call_id
-from rungway.sim.openai_errors import BAD_JSON_MESSAGE, error_reply, new_request_id
-from rungway.sim.serving import GenerationRequest
+from rungway.sim.wire.completion import Completion, estimate_input_tokens, responses_tool_turn
+from rungway.sim.wire.openai_api import OpenAIApi, OpenAIDialect, new_call_id
+from rungway.sim.wire.openai_errors import BAD_JSON_MESSAGE, error_reply, new_request_id
+from rungway.sim.wire.serving import GenerationRequest
 
 PUBLIC_PATH = "/v1/responses"
 CODEX_PATH = "/backend-api/codex/responses"

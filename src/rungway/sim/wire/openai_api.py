@@ -21,10 +21,15 @@ import orjson
 from rungway.clock import Clock
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import DONE, encode_event
-from rungway.sim.completion import Completion, ToolCall, chat_tool_turn, estimate_input_tokens
 from rungway.sim.exchange import Header, RecordedRequest, Reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
-from rungway.sim.openai_errors import (
+from rungway.sim.quota.codex import usage_limit_reply
+from rungway.sim.quota.credits import cost_of
+from rungway.sim.quota.windows import Admission, QuotaBook
+from rungway.sim.scenario import Scenario
+from rungway.sim.tally import Tally
+from rungway.sim.wire.completion import Completion, ToolCall, chat_tool_turn, estimate_input_tokens
+from rungway.sim.wire.openai_errors import (
     BAD_JSON_MESSAGE,
     ERROR_DEFAULTS,
     INSUFFICIENT_QUOTA_MESSAGE,
@@ -34,12 +39,7 @@ from rungway.sim.openai_errors import (
     quota_exceeded,
     wait_phrase,
 )
-from rungway.sim.quota.codex import usage_limit_reply
-from rungway.sim.quota.credits import cost_of
-from rungway.sim.quota.windows import Admission, QuotaBook
-from rungway.sim.scenario import Scenario
-from rungway.sim.serving import Billing, GenerationRequest, GenerationService, ReplyLog
-from rungway.sim.tally import Tally
+from rungway.sim.wire.serving import Billing, GenerationRequest, GenerationService, ReplyLog
 
 # Models are listed with a fixed creation time: nothing reads it but clients parse it.
 MODEL_CREATED = 1_735_689_600
