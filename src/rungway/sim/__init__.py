@@ -4,6 +4,12 @@ A `SimUpstream` serves one `Scenario` (the Anthropic Messages or OpenAI Chat
 Completions wire API, a credential, models, quota windows, their rate-limit header
 family and the provider's usage endpoint: Claude, Codex, Copilot, Gemini or OpenRouter)
 and can be told to misbehave with `Fault`s.
+
+The parts are grouped by what they simulate: `wire/` the APIs served, `quota/` the
+windows, header families and credits that limit them, `usage/` the providers' usage
+endpoints and `oauth/` the token endpoints. The modules here are the entry points
+(`server`, `scenario`, `control`, `canned`) and what every group shares (`exchange`,
+`credential`, `faults`, `tally`).
 """
 
 from rungway.sim.control import SimState, WindowState

@@ -29,7 +29,7 @@ from rungway.sim.quota.credits import CreditLedger
 from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
-from rungway.sim.usage_endpoints import build_usage_endpoint
+from rungway.sim.usage.endpoints import build_usage_endpoint
 from rungway.sim.wire.anthropic_api import AnthropicApi
 from rungway.sim.wire.openai_api import OpenAIApi
 from rungway.sim.wire.responses_api import ResponsesApi

@@ -16,7 +16,7 @@ from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.credits import CreditLedger
 from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import CreditsSpec, Scenario
-from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/api/v1/key"), ("GET", "/api/v1/auth/key")})
 # Still sent, with this note, though nothing enforces it any more (A7).

@@ -17,7 +17,7 @@ from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.windows import QuotaBook, WindowReading, rfc3339
 from rungway.sim.scenario import Scenario
-from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("POST", "/v1internal:retrieveUserQuota")})
 UNAUTHENTICATED_MESSAGE = (

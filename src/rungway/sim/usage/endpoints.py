@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from rungway.sim.codex_usage import codex_usage
-from rungway.sim.copilot_usage import copilot_usage
 from rungway.sim.credential import Authenticate
-from rungway.sim.gemini_quota import gemini_quota
-from rungway.sim.openrouter_key import openrouter_key
-from rungway.sim.plan_usage import claude_usage
 from rungway.sim.quota.credits import CreditLedger
 from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import Scenario
-from rungway.sim.usage_reads import UsageEndpoint
+from rungway.sim.usage.claude import claude_usage
+from rungway.sim.usage.codex import codex_usage
+from rungway.sim.usage.copilot import copilot_usage
+from rungway.sim.usage.gemini import gemini_quota
+from rungway.sim.usage.openrouter import openrouter_key
+from rungway.sim.usage.reads import UsageEndpoint
 
 
 def build_usage_endpoint(

@@ -17,7 +17,7 @@ from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import Scenario
-from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/api/oauth/usage")})
 

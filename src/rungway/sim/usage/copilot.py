@@ -19,7 +19,7 @@ from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import CopilotSpec, Scenario
-from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/copilot_internal/user")})
 DEFAULT_API = "https://api.individual.githubcopilot.com"

@@ -20,7 +20,7 @@ from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.codex import plan_windows, reset_after_s
 from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import CodexSpec, Scenario
-from rungway.sim.usage_reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
 from rungway.sim.wire.openai_errors import error_reply
 
 ROUTES = frozenset({("GET", "/backend-api/wham/usage"), ("GET", "/api/codex/usage")})
