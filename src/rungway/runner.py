@@ -147,6 +147,12 @@ def limited_protocol(settings: ConnectionLimits) -> type[HttpToolsProtocol]:
       so an endless header is refused before it is held whole;
     - a cap on open connections per client address; one more is answered 429 and closed.
     Each answer is in the error shape of the API its path belongs to, when that is known.
+
+    This subclasses uvicorn's httptools protocol because uvicorn has no public API for any
+    of it: no hooks per connection, per header or per body chunk, no head or body timeout
+    settings, no header caps; its `http` setting, which takes a protocol class, is the one
+    way in. It leans on that class's internals (the parser callbacks, `cycle`, `transport`,
+    `send_400_response`), so an upgrade of the pinned uvicorn must be checked against them.
     """
     open_by_client: dict[str, int] = {}
 

@@ -45,6 +45,14 @@ class SimHttpProtocol(HttpToolsProtocol):
 
     The disconnect fault needs to close the socket mid-response; ASGI has no message for
     that, so the transport travels in a scope extension.
+
+    Subclassing uvicorn's protocol class is the only way to reach the transport: uvicorn
+    offers no public hook per connection or request, only its `http` setting, which takes
+    a protocol class. An app that raises instead (`ConnectionDropped`, what a server
+    without this extension gets) makes uvicorn answer 500 before a response has started
+    and log an application error, which is not what a dropped connection looks like.
+    It leans on uvicorn's internals (`on_message_begin`, `self.scope`), so an upgrade of
+    the pinned uvicorn must be checked against them.
     """
 
     def on_message_begin(self) -> None:
