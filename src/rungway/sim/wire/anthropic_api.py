@@ -16,15 +16,15 @@ from typing import Any
 import orjson
 
 from rungway.protocol.anthropic_messages import ERROR_TYPES
-from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import encode_event
-from rungway.sim.exchange import Header, RecordedRequest, Reply, send_reply
+from rungway.sim.exchange import Header, RecordedRequest, Reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
 from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
 from rungway.sim.tally import Tally
+from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.completion import Completion, anthropic_tool_turn, estimate_input_tokens
-from rungway.sim.wire.serving import GenerationRequest, GenerationService, ReplyLog
+from rungway.sim.wire.serving import GenerationRequest, GenerationService
 
 OAUTH_BETA = "oauth-2025-04-20"
 # Models are listed with a fixed creation date: nothing reads it but clients parse it.
@@ -320,40 +320,29 @@ class AnthropicDialect:
         return encode_event({"type": "ping"}, "ping")
 
 
-class AnthropicApi:
+class AnthropicApi(WireApi[AnthropicDialect]):
     """Routes requests to the Anthropic endpoints of one simulated upstream."""
+
+    generation_paths = frozenset({"/v1/messages"})
 
     def __init__(
         self, scenario: Scenario, book: QuotaBook, faults: FaultQueue, tally: Tally
     ) -> None:
-        self._dialect = AnthropicDialect(scenario)
-        self._service = GenerationService(scenario, self._dialect, book, faults, tally)
-        self._scenario = scenario
+        dialect = AnthropicDialect(scenario)
+        super().__init__(
+            scenario, dialect, GenerationService(scenario, dialect, book, faults, tally)
+        )
 
-    @property
-    def replies(self) -> ReplyLog:
-        """The replies served so far."""
-        return self._service.replies
-
-    def authenticate(self, request: RecordedRequest) -> Reply | None:
-        """None when the credential is accepted, else the Messages API's 401."""
-        return self._dialect.authenticate(request)
-
-    async def handle(
-        self, scope: Scope, receive: Receive, send: Send, request: RecordedRequest
-    ) -> None:
-        """Answer one request."""
+    def route(self, request: RecordedRequest) -> Reply:
+        """Token counting, the model list and one model, else the Messages API's 404."""
         path, method = request.path, request.method
-        if method == "POST" and path == "/v1/messages":
-            await self._service.serve(scope, receive, send, request)
-        elif method == "POST" and path == "/v1/messages/count_tokens":
-            await send_reply(send, self._count_tokens(request))
-        elif method == "GET" and path == "/v1/models":
-            await send_reply(send, self._list_models(request))
-        elif method == "GET" and path.startswith("/v1/models/"):
-            await send_reply(send, self._get_model(request, path.removeprefix("/v1/models/")))
-        else:
-            await send_reply(send, error_reply(404, "not_found_error", "Not Found"))
+        if method == "POST" and path == "/v1/messages/count_tokens":
+            return self._count_tokens(request)
+        if method == "GET" and path == "/v1/models":
+            return self._list_models(request)
+        if method == "GET" and path.startswith("/v1/models/"):
+            return self._get_model(request, path.removeprefix("/v1/models/"))
+        return error_reply(404, "not_found_error", "Not Found")
 
     def _count_tokens(self, request: RecordedRequest) -> Reply:
         body = self._dialect.check_common(request)

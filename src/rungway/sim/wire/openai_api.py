@@ -19,15 +19,15 @@ from typing import Any
 import orjson
 
 from rungway.clock import Clock
-from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.protocol.sse import DONE, encode_event
-from rungway.sim.exchange import Header, RecordedRequest, Reply, send_reply
+from rungway.sim.exchange import Header, RecordedRequest, Reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
 from rungway.sim.quota.codex import usage_limit_reply
 from rungway.sim.quota.credits import cost_of
 from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
+from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.completion import Completion, ToolCall, chat_tool_turn, estimate_input_tokens
 from rungway.sim.wire.openai_errors import (
     BAD_JSON_MESSAGE,
@@ -39,7 +39,7 @@ from rungway.sim.wire.openai_errors import (
     quota_exceeded,
     wait_phrase,
 )
-from rungway.sim.wire.serving import Billing, GenerationRequest, GenerationService, ReplyLog
+from rungway.sim.wire.serving import Billing, GenerationRequest, GenerationService
 
 # Models are listed with a fixed creation time: nothing reads it but clients parse it.
 MODEL_CREATED = 1_735_689_600
@@ -339,14 +339,14 @@ class OpenAIDialect:
         return b": keep-alive\n\n"
 
 
-class OpenAIApi:
+class OpenAIApi(WireApi[OpenAIDialect]):
     """Routes requests to the OpenAI endpoints of one simulated upstream.
 
     A subclass serving another OpenAI generation API names its own dialect and paths.
     """
 
     dialect_class: type[OpenAIDialect] = OpenAIDialect
-    generation_paths: frozenset[str] = frozenset({"/v1/chat/completions"})
+    generation_paths = frozenset({"/v1/chat/completions"})
 
     def __init__(
         self,
@@ -358,35 +358,19 @@ class OpenAIApi:
         *,
         billing: Billing | None = None,
     ) -> None:
-        self._dialect = self.dialect_class(scenario, clock)
-        self._service = GenerationService(
-            scenario, self._dialect, book, faults, tally, billing=billing
-        )
-        self._scenario = scenario
+        dialect = self.dialect_class(scenario, clock)
+        service = GenerationService(scenario, dialect, book, faults, tally, billing=billing)
+        super().__init__(scenario, dialect, service)
 
-    @property
-    def replies(self) -> ReplyLog:
-        """The replies served so far."""
-        return self._service.replies
-
-    def authenticate(self, request: RecordedRequest) -> Reply | None:
-        """None when the credential is accepted, else the API's 401."""
-        return self._dialect.authenticate(request)
-
-    async def handle(
-        self, scope: Scope, receive: Receive, send: Send, request: RecordedRequest
-    ) -> None:
-        """Answer one request."""
+    def route(self, request: RecordedRequest) -> Reply:
+        """The model list and one model, else OpenAI's 404."""
         path, method = request.path, request.method
-        if method == "POST" and path in self.generation_paths:
-            await self._service.serve(scope, receive, send, request)
-        elif method == "GET" and path == "/v1/models":
-            await send_reply(send, self._list_models(request))
-        elif method == "GET" and path.startswith("/v1/models/"):
-            await send_reply(send, self._get_model(request, path.removeprefix("/v1/models/")))
-        else:
-            message = f"Invalid URL ({method} {path})"
-            await send_reply(send, error_reply(404, message))
+        if method == "GET" and path == "/v1/models":
+            return self._list_models(request)
+        if method == "GET" and path.startswith("/v1/models/"):
+            return self._get_model(request, path.removeprefix("/v1/models/"))
+        message = f"Invalid URL ({method} {path})"
+        return error_reply(404, message)
 
     @staticmethod
     def _model_object(model_id: str) -> dict[str, Any]:
