@@ -123,7 +123,7 @@ def test_readme_tells_the_layers_the_import_contract_enforces() -> None:
     (layers,) = (
         contract["layers"]
         for contract in pyproject["tool"]["importlinter"]["contracts"]
-        if contract["type"] == "layers"
+        if contract["type"] == "layers" and contract["containers"] == ["rungway"]
     )
     enforced = [[name.strip() for name in layer.split("|")] for layer in layers]
     assert [re.findall(r"`(\w+)`", layer) for layer in told.split(";")] == [
