@@ -158,10 +158,13 @@ class Engine:
         sent = route.connection.credential()
         trail.in_flight = False
         try:
-            result = await self._attempt(call, route, trail)
+            result = await self._attempt(call, route, trail, trail.translation)
             if isinstance(result, Failure):
-                result = await second_try(
-                    call, route, trail, result, sent=sent, attempt=self._attempt
+                retry = await second_try(call, route, trail.translation, result, sent=sent)
+                result = (
+                    retry
+                    if isinstance(retry, Failure)
+                    else await self._attempt(retry.call, route, trail, retry.translation)
                 )
         except Exception as error:
             log.exception(
@@ -196,10 +199,9 @@ class Engine:
         return Refusal(500, message, "gateway_error")
 
     async def _held_request(
-        self, call: Call, route: Route, trail: Trail
+        self, call: Call, route: Route, trail: Trail, translation: Translation | None
     ) -> UpstreamRequest | Shortfall | BudgetUnavailable:
         """The request for `route`, once its budget holds what it could cost."""
-        translation = trail.translation if route.adapter.api is not call.api else None
         sent, sent_raw = call.body, call.raw_body
         if translation is not None:
             sent, sent_raw = translation.upstream_body(route.adapter.api, route.target.model)
@@ -221,10 +223,13 @@ class Engine:
         trail.reservation, trail.in_flight = hold, True
         return request
 
-    async def _attempt(self, call: Call, route: Route, trail: Trail) -> Attempted:
+    async def _attempt(
+        self, call: Call, route: Route, trail: Trail, translation: Translation | None
+    ) -> Attempted:
+        """One attempt on `route`; `translation` is the request's, used if its API differs."""
         adapter, connection = route.adapter, route.connection
-        translation = trail.translation if adapter.api is not call.api else None
-        request = await self._held_request(call, route, trail)
+        translation = translation if adapter.api is not call.api else None
+        request = await self._held_request(call, route, trail, translation)
         if isinstance(request, Shortfall | BudgetUnavailable):
             return request
         trail.sent, trail.answered, trail.overage = time.perf_counter(), None, False

@@ -10,9 +10,7 @@ sends, so a smaller output limit holds less; one that no longer fits says so (`S
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
-from typing import Protocol, TypeVar
+from dataclasses import dataclass, replace
 
 from pydantic import SecretStr
 
@@ -23,31 +21,33 @@ from rungway.engine.planning import Route
 from rungway.engine.translation import Translation
 from rungway.protocol.failures import Failure, FailureClass
 
-
-class Trail(Protocol):
-    """The part of a request's trail a second try reads and, for its duration, changes."""
-
-    translation: Translation | None
-
-
-T = TypeVar("T", bound=Trail)
 Attempted = Outcome | Failure | Shortfall | BudgetUnavailable
 """What one attempt ends in: an answer, a failure, or a hold its budget could not take (or
 could not check)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """One more attempt on the same route: the request and translation it sends."""
+
+    call: Call
+    translation: Translation | None
+
+
 async def second_try(
     call: Call,
     route: Route,
-    trail: T,
+    translation: Translation | None,
     failure: Failure,
     *,
     sent: SecretStr | None,
-    attempt: Callable[[Call, Route, T], Awaitable[Attempted]],
-) -> Attempted:
-    """The failure, or the outcome of one more attempt when the failure allows it."""
+) -> Retry | Failure:
+    """What to send in one more attempt, when the failure allows one; else the failure.
+
+    A renewable login is renewed here, before the retry is returned.
+    """
     if failure.kind is FailureClass.BAD_REQUEST:
-        return await _within_output_limit(call, route, trail, failure, attempt)
+        return _within_output_limit(call, route, translation, failure)
     source = route.connection.source
     if failure.kind is not FailureClass.AUTH or source is None:
         return failure
@@ -55,28 +55,19 @@ async def second_try(
     problem = await source.refresh_after_unauthorized(sent)
     if problem is not None:
         return replace(failure, message=f"{problem}; upstream: {failure.message}")
-    return await attempt(call, route, trail)
+    return Retry(call, translation)
 
 
-async def _within_output_limit(
-    call: Call,
-    route: Route,
-    trail: T,
-    failure: Failure,
-    attempt: Callable[[Call, Route, T], Awaitable[Attempted]],
-) -> Attempted:
+def _within_output_limit(
+    call: Call, route: Route, translation: Translation | None, failure: Failure
+) -> Retry | Failure:
     limit = output_limit_in(failure.message)
-    translation = trail.translation
     if limit is None:
         return failure
     if route.adapter.api is call.api or translation is None:
         smaller = within_output_limit(call, limit)
-        return failure if smaller is None else await attempt(smaller, route, trail)
+        return failure if smaller is None else Retry(smaller, translation)
     asked = translation.request.max_tokens
     if asked is not None and asked <= limit:
         return failure
-    trail.translation = translation.limited(limit)
-    try:
-        return await attempt(call, route, trail)
-    finally:
-        trail.translation = translation
+    return Retry(call, translation.limited(limit))
