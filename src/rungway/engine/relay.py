@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
+from typing import Protocol
 
 from rungway.adapters.base import EventKind, StreamWatcher
 from rungway.credentials.redaction import redact_bytes
@@ -25,11 +26,21 @@ from rungway.engine.transport import UpstreamResponse, UpstreamTimeout, Upstream
 from rungway.protocol.errors import StreamErrorEvent
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
+from rungway.protocol.usage import Usage
 
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
-Finish = Callable[[str, Failure | None], None]
 log = logging.getLogger("rungway.engine")
+
+
+class StreamEnd(Protocol):
+    """Where a relayed stream reports how it ended (the request's trail)."""
+
+    def stream_ended(
+        self, outcome: str, failure: Failure | None, usage: Usage, ttfb: float | None
+    ) -> None:
+        """The stream ended with `outcome`; `usage` is what it reported, `ttfb` when its
+        first content arrived."""
 
 
 class StreamRelay:
@@ -99,15 +110,15 @@ class StreamRelay:
                 self._pending.append(self._client_bytes(event, kind))
         return None
 
-    def body(self, finish: Finish) -> RelayBody:
+    def body(self, end: StreamEnd) -> RelayBody:
         """The client's stream: held events first, then each event as it completes.
 
-        `finish(outcome, failure)` runs exactly once, however the stream ends, closing it
+        `end.stream_ended` is called exactly once, however the stream ends, closing it
         before its first byte included. When the stream ends with its last event or an
-        error event, it runs before that event is passed on, so the request is recorded
-        before the client can see the end.
+        error event, it is called before that event is passed on, so the request is
+        recorded before the client can see the end.
         """
-        ending = _Ending(finish)
+        ending = _Ending(end, self._watcher, self.committed_at)
         return RelayBody(self._events(ending), ending, self._response.close)
 
     async def _events(self, ending: _Ending) -> AsyncGenerator[bytes]:
@@ -176,12 +187,14 @@ class StreamRelay:
 
 
 class _Ending:
-    """Runs a stream's `finish` once, with the first way it ended."""
+    """Reports a stream's end once, with the first way it ended."""
 
-    __slots__ = ("_finish", "ended", "well")
+    __slots__ = ("_committed_at", "_end", "_watcher", "ended", "well")
 
-    def __init__(self, finish: Finish) -> None:
-        self._finish = finish
+    def __init__(self, end: StreamEnd, watcher: StreamWatcher, committed_at: float | None) -> None:
+        self._end = end
+        self._watcher = watcher
+        self._committed_at = committed_at
         self.ended = self.well = False
 
     def end(self, failure: Failure | None, *, outcome: str | None = None) -> None:
@@ -189,7 +202,7 @@ class _Ending:
         if not self.ended:
             self.ended, self.well = True, failure is None and outcome is None
             finish_outcome = outcome or (failure.kind.value if failure is not None else "ok")
-            self._finish(finish_outcome, failure)
+            self._end.stream_ended(finish_outcome, failure, self._watcher.usage, self._committed_at)
 
 
 class RelayBody:

@@ -1,46 +1,216 @@
-"""What one request has been through on its way up the plan, and the figures read from it.
+"""One request's bookkeeping on its way up the plan: what it has been through, the
+headers of the client's answer, its budget hold, and its ledger row.
 
-The attempt loop (`dispatch.py`) fills a `Trail` as it goes; the ledger row is written
-from it once the request has ended.
+The attempt loop (`dispatch.py`) decides what to try; a `Trail` keeps the figures each
+attempt leaves, holds and releases its budget, and writes the request's row once it has
+ended, settling the hold. A relayed stream ends through `stream_ended`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from rungway.budget import BudgetUnavailable, Reservation, Shortfall
-from rungway.engine.call import Call
+from rungway.clock import Clock
+from rungway.engine.call import Call, Refusal
+from rungway.engine.masking import masked
 from rungway.engine.planning import Plan, Route
-from rungway.engine.record import Attempt
-from rungway.engine.translation import Translation
+from rungway.engine.record import Attempt, Recorder, RequestRecord
+from rungway.engine.spending import NO_COST, Spending
+from rungway.engine.state import QuotaObserver
+from rungway.protocol.failures import Failure
 from rungway.protocol.usage import Usage
 
 
-@dataclass(slots=True)
-class Trail:
-    """What one request has been through so far."""
+@dataclass(frozen=True, slots=True)
+class Books:
+    """What every request's trail writes to: budgets, the ledger, connection health."""
 
-    call: Call
-    plan: Plan
-    attempts: list[Attempt] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    ttfb: float | None = None
-    sent: float = 0.0
-    """When the current attempt's request went upstream."""
-    answered: float | None = None
-    """When the current attempt's whole JSON reply had arrived (None for a stream)."""
-    reached: bool = False
-    retry_after_s: float | None = None
-    reservation: Reservation | None = None
-    """The current attempt's hold, until it is settled, released or handed to its stream."""
-    in_flight: bool = False
-    """Whether the current route's request has gone upstream (so it may be billed)."""
-    overage: bool = False
-    """Whether the current attempt's response says it was served past the plan's quota."""
-    shortfalls: list[Shortfall | BudgetUnavailable] = field(default_factory=list)
-    translation: Translation | None = None
-    spent: set[str] = field(default_factory=set)
-    """Connections whose quota ran out for every model during this request."""
+    spending: Spending
+    recorder: Recorder
+    quota: QuotaObserver
+    clock: Clock
+
+
+class Trail:
+    """What one request has been through so far, and its hold until it is settled."""
+
+    __slots__ = (
+        "_books",
+        "_route",
+        "answered",
+        "attempts",
+        "call",
+        "in_flight",
+        "overage",
+        "plan",
+        "reached",
+        "reservation",
+        "retry_after_s",
+        "sent",
+        "ttfb",
+        "usage",
+    )
+
+    def __init__(self, call: Call, plan: Plan, books: Books) -> None:
+        self.call = call
+        self.plan = plan
+        self._books = books
+        self._route: Route | None = None
+        self.attempts: list[Attempt] = []
+        self.usage = Usage()
+        self.ttfb: float | None = None
+        self.sent = 0.0
+        """When the current attempt's request went upstream."""
+        self.answered: float | None = None
+        """When the current attempt's whole JSON reply had arrived (None for a stream)."""
+        self.reached = False
+        self.retry_after_s: float | None = None
+        self.reservation: Reservation | None = None
+        """The current attempt's hold, until it is settled, released or handed to its stream."""
+        self.in_flight = False
+        """Whether the current route's request has gone upstream (so it may be billed)."""
+        self.overage = False
+        """Whether the current attempt's response says it was served past the plan's quota."""
+
+    def headers(self, route: Route) -> list[tuple[str, str]]:
+        """The headers of a JSON answer from `route` (see `json_headers`)."""
+        return json_headers(self.call, route)
+
+    def stream_headers(self, route: Route) -> list[tuple[str, str]]:
+        """The headers of a relayed stream."""
+        headers = self.headers(route)
+        headers[0] = ("content-type", "text/event-stream; charset=utf-8")
+        headers.append(("cache-control", "no-cache"))
+        return headers
+
+    async def hold(
+        self, route: Route, sent: Mapping[str, Any], sent_bytes: int
+    ) -> Shortfall | BudgetUnavailable | None:
+        """Hold what an attempt on `route` sending `sent` could cost, in place of any
+        earlier attempt's hold; the shortfall when its budget cannot take it (or check it)."""
+        self.release()
+        hold = await self._books.spending.hold(
+            self.call, route, sent, sent_bytes, self._books.clock.now()
+        )
+        if isinstance(hold, Shortfall | BudgetUnavailable):
+            return hold
+        self.reservation, self.in_flight, self._route = hold, True, route
+        return None
+
+    def release(self) -> None:
+        """The current attempt cost nothing: let its hold go."""
+        self._books.spending.release(self.reservation)
+        self.reservation = None
+
+    def failed(self, route: Route, failure: Failure, started: float) -> None:
+        """Note an attempt on `route`, begun at `started`, that ended in `failure`."""
+        self.attempts.append(
+            Attempt(
+                route.connection.id,
+                failure.kind.value,
+                failure.status,
+                ms(time.perf_counter() - started),
+                failure.message[:300],
+            )
+        )
+        if failure.retry_after_s is not None:
+            known = self.retry_after_s
+            self.retry_after_s = (
+                min(known, failure.retry_after_s) if known else failure.retry_after_s
+            )
+
+    def broke(self, route: Route, error: str | None) -> Refusal:
+        """End an attempt that raised (`error` names the exception) or was cancelled (None).
+
+        Its hold never outlives it: released if its request had not gone upstream, else
+        settled whole in a ledger row, since the upstream may have billed up to it.
+        """
+        outcome = "gateway_error" if error is not None else "cancelled"
+        if self.in_flight:
+            self.attempts.append(Attempt(route.connection.id, outcome, None, 0.0, error or ""))
+            self.record(route, outcome, 500 if error is not None else 499, unknown=True)
+        else:
+            self.release()
+            if self.reached:
+                self.record(None, outcome, 500)
+        message = (
+            f"the gateway failed while handling this request ({error}); this is a fault in "
+            f"the gateway, not in the request: its log holds the details under request id "
+            f"{self.call.request_id}"
+        )
+        return Refusal(500, message, "gateway_error")
+
+    def stream_ended(
+        self, outcome: str, failure: Failure | None, usage: Usage, ttfb: float | None
+    ) -> None:
+        """Record the relayed stream of the current attempt, ended with `outcome`."""
+        route = self._route
+        assert route is not None, "a stream is relayed only once its attempt is held"
+        self.usage, self.ttfb = usage, ttfb
+        if failure is not None:
+            failure = masked(failure)
+            connection_id = route.connection.id
+            if outcome != "gateway_error":
+                # A fault of the gateway's own says nothing about the connection's health.
+                self._books.quota.failed(connection_id, failure, self._books.clock.now())
+            self.attempts.append(Attempt(connection_id, outcome, 200, 0.0, failure.message[:300]))
+        self.record(route, outcome, 200)
+
+    def record(
+        self, route: Route | None, outcome: str, status: int, *, unknown: bool = False
+    ) -> None:
+        """Write the request's row, settling its hold; `unknown` settles it whole."""
+        call, books = self.call, self._books
+        now = time.perf_counter()
+        connection = route.connection if route is not None else None
+        reservation, self.reservation = self.reservation, None
+        if unknown:
+            costs = books.spending.settle_unknown(reservation, books.clock.now())
+        elif route is not None:
+            costs = books.spending.settle(
+                call, route, self.usage, reservation, books.clock.now(), overage=self.overage
+            )
+        else:
+            costs = NO_COST
+        books.recorder.record(
+            RequestRecord(
+                request_id=call.request_id,
+                started_at=call.started_at,
+                client_key=call.client_key,
+                api=call.api.value,
+                requested_model=self.plan.resolution.requested,
+                resolved_model=self.plan.resolution.resolved,
+                provider=connection.provider if connection else None,
+                connection_id=connection.id if connection else None,
+                upstream_model=route.target.model if route else None,
+                outcome=outcome,
+                status=status,
+                stream=call.stream,
+                latency_ms=ms(now - call.started),
+                ttfb_ms=ms(self.ttfb - call.started) if self.ttfb else None,
+                usage=self.usage,
+                attempts=tuple(self.attempts),
+                rung=route.rung.label if route is not None and route.rung is not None else None,
+                plan=self.plan.route_plan_json,
+                cost_usd=costs.incremental,
+                list_cost_usd=costs.list_price,
+                upstream_ms=self._upstream_ms(now, served=route is not None and status < 300),
+            ),
+            settles=reservation,
+        )
+
+    def _upstream_ms(self, now: float, *, served: bool) -> float:
+        """The time spent waiting on upstreams (see `RequestRecord.upstream_ms`)."""
+        # Failed attempts are timed whole (they hold no gateway work worth separating); the
+        # serving one from its send to its whole reply, or to `now`, its stream's end.
+        waited = sum(attempt.latency_ms for attempt in self.attempts)
+        if served:
+            waited += ms((self.answered or now) - self.sent)
+        return round(waited, 3)
 
 
 def json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
@@ -53,16 +223,6 @@ def json_headers(call: Call, route: Route) -> list[tuple[str, str]]:
     if route.rung is not None:
         headers.append(("x-rungway-rung", route.rung.label))
     return headers
-
-
-def upstream_ms(trail: Trail, now: float, *, served: bool) -> float:
-    """The time spent waiting on upstreams (see `RequestRecord.upstream_ms`)."""
-    # Failed attempts are timed whole (they hold no gateway work worth separating); the
-    # serving one from its send to its whole reply, or to `now`, its stream's end.
-    waited = sum(attempt.latency_ms for attempt in trail.attempts)
-    if served:
-        waited += ms((trail.answered or now) - trail.sent)
-    return round(waited, 3)
 
 
 def ms(seconds: float) -> float:

@@ -13,6 +13,7 @@ from rungway.config import TimeoutSettings
 from rungway.engine.relay import StreamRelay
 from rungway.protocol import openai_chat
 from rungway.protocol.failures import Failure
+from rungway.protocol.usage import Usage
 from rungway.sim import Scenario, SimUpstream
 from rungway.transport.aiohttp import AiohttpTransport
 
@@ -41,14 +42,26 @@ async def _relay(url: str, client: AiohttpTransport) -> StreamRelay:
     return relay
 
 
+class _Ends:
+    """Notes each way a stream was reported to end."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Failure | None]] = []
+
+    def stream_ended(
+        self, outcome: str, failure: Failure | None, usage: Usage, ttfb: float | None
+    ) -> None:
+        self.seen.append((outcome, failure))
+
+
 def test_closing_a_stream_before_its_first_byte_still_finishes_it_once() -> None:
-    ended: list[tuple[str, Failure | None]] = []
+    ended = _Ends()
 
     async def run(url: str) -> None:
         client = AiohttpTransport(TimeoutSettings())
         await client.start()
         try:
-            body = (await _relay(url, client)).body(lambda *end: ended.append(end))
+            body = (await _relay(url, client)).body(ended)
             # The server closes a stream it never started when the client has gone.
             await body.aclose()
             await body.aclose()
@@ -57,17 +70,17 @@ def test_closing_a_stream_before_its_first_byte_still_finishes_it_once() -> None
 
     with _sim() as sim:
         asyncio.run(run(sim.url))
-    assert ended == [("client_closed", None)]
+    assert ended.seen == [("client_closed", None)]
 
 
 def test_closing_a_stream_midway_finishes_it_once() -> None:
-    ended: list[tuple[str, Failure | None]] = []
+    ended = _Ends()
 
     async def run(url: str) -> None:
         client = AiohttpTransport(TimeoutSettings())
         await client.start()
         try:
-            body = (await _relay(url, client)).body(lambda *end: ended.append(end))
+            body = (await _relay(url, client)).body(ended)
             assert await anext(body)
             await body.aclose()
         finally:
@@ -75,4 +88,4 @@ def test_closing_a_stream_midway_finishes_it_once() -> None:
 
     with _sim() as sim:
         asyncio.run(run(sim.url))
-    assert ended == [("client_closed", None)]
+    assert ended.seen == [("client_closed", None)]
