@@ -11,7 +11,7 @@ from importlib import resources
 import yaml
 from pydantic import SecretStr
 
-from rungway.adapters.base import Connection, UsageEndpoint
+from rungway.adapters.base import Connection, HasUsageEndpoint
 from rungway.adapters.registry import provider_entry
 from rungway.clock import Clock, SystemClock
 from rungway.cluster.link import RedisLink
@@ -319,7 +319,7 @@ def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:
     targets = []
     for connection in connections:
         adapter = provider_entry(connection.provider).adapter
-        if isinstance(adapter, UsageEndpoint):
+        if isinstance(adapter, HasUsageEndpoint):
             target = adapter.usage_target(connection)
             if target is not None:
                 targets.append(target)

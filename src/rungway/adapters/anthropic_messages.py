@@ -25,7 +25,7 @@ from rungway.protocol.api import Api
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.quota import (
     NO_OVERAGE,
     OverageReading,
@@ -132,9 +132,9 @@ class AnthropicMessagesAdapter:
             return failure(FailureClass.CONTEXT_TOO_LONG)
         return failure(FailureClass.BAD_REQUEST)
 
-    def read_usage(self, response: dict[str, Any]) -> Usage:
+    def read_usage(self, response: dict[str, Any]) -> ReportedUsage:
         """Usage of a complete `message`."""
-        return _usage(response.get("usage"), Usage())
+        return _usage(response.get("usage"), ReportedUsage())
 
     def read_quota(
         self, connection: Connection, *, model: str, headers: Mapping[str, str], now: float
@@ -176,7 +176,7 @@ class AnthropicMessagesWatcher:
 
     def __init__(self) -> None:
         self._content_seen = False
-        self.usage = Usage()
+        self.usage = ReportedUsage()
         self.failure: Failure | None = None
         self.finished = False
 
@@ -235,7 +235,7 @@ def _error_object(body: bytes) -> dict[str, Any]:
     return error if isinstance(error, dict) else {}
 
 
-def _usage(raw: object, previous: Usage) -> Usage:
+def _usage(raw: object, previous: ReportedUsage) -> ReportedUsage:
     if not isinstance(raw, dict):
         return previous
 
@@ -243,7 +243,7 @@ def _usage(raw: object, previous: Usage) -> Usage:
         value = raw.get(key)
         return int(value) if isinstance(value, int) else old
 
-    return Usage(
+    return ReportedUsage(
         input_tokens=pick("input_tokens", previous.input_tokens),
         output_tokens=pick("output_tokens", previous.output_tokens),
         cache_read_tokens=pick("cache_read_input_tokens", previous.cache_read_tokens),

@@ -18,7 +18,7 @@ from rungway.protocol.api import Api
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.quota.headers import OverageReading
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
@@ -115,7 +115,7 @@ class EventKind(Enum):
 class StreamWatcher(Protocol):
     """Sees each event of one upstream stream as it passes through the gateway."""
 
-    usage: Usage
+    usage: ReportedUsage
     failure: Failure | None
     finished: bool
     """True once the stream's own terminator (`[DONE]`, `message_stop`, ...) has passed."""
@@ -163,7 +163,7 @@ class Adapter(Protocol):
         """Classify a non-2xx response."""
         ...
 
-    def read_usage(self, response: dict[str, Any]) -> Usage:
+    def read_usage(self, response: dict[str, Any]) -> ReportedUsage:
         """Token counts of a complete (non-streaming) response."""
         ...
 
@@ -201,7 +201,7 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 
 @runtime_checkable
-class UsageEndpoint(Protocol):
+class HasUsageEndpoint(Protocol):
     """An adapter whose plan logins have a usage endpoint the gateway can poll."""
 
     def usage_target(self, connection: Connection) -> PollTarget | None:

@@ -25,7 +25,7 @@ from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
 from rungway.translate.openai_chat_stream import read_usage as read_chat_usage
@@ -92,7 +92,7 @@ class OpenAIChatAdapter:
         """Suggest `{base_url}/v1` for a 404 from a base URL without a version path."""
         return version_path_hint(base_url, status, body) if self.versioned_base_url else None
 
-    def read_usage(self, response: dict[str, Any]) -> Usage:
+    def read_usage(self, response: dict[str, Any]) -> ReportedUsage:
         """Usage of a `chat.completion`; cached prompt tokens are split out of the input."""
         return _usage(response.get("usage"))
 
@@ -115,7 +115,7 @@ class OpenAIChatWatcher:
     def __init__(self, strip_usage_chunk: bool) -> None:
         self._strip_usage_chunk = strip_usage_chunk
         self._content_seen = False
-        self.usage = Usage()
+        self.usage = ReportedUsage()
         self.failure: Failure | None = None
         self.finished = False
 
@@ -178,10 +178,10 @@ def _stream_failure(data: bytes) -> Failure | None:
     return Failure(FailureClass.SERVER, message)
 
 
-def _usage(raw: object) -> Usage:
+def _usage(raw: object) -> ReportedUsage:
     if not isinstance(raw, dict):
-        return Usage()
-    return Usage.of(read_chat_usage(raw), _reported_cost(raw.get("cost")))
+        return ReportedUsage()
+    return ReportedUsage.of(read_chat_usage(raw), _reported_cost(raw.get("cost")))
 
 
 def _reported_cost(value: object) -> float | None:

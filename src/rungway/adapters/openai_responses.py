@@ -27,7 +27,7 @@ from rungway.protocol import json_values, visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
 from rungway.translate.openai_responses_stream import read_usage
@@ -91,7 +91,7 @@ class OpenAIResponsesAdapter:
         """Suggest `{base_url}/v1` for a 404 from a base URL without a version path."""
         return version_path_hint(base_url, status, body) if self.versioned_base_url else None
 
-    def read_usage(self, response: dict[str, Any]) -> Usage:
+    def read_usage(self, response: dict[str, Any]) -> ReportedUsage:
         """Usage of a `response` object; cached input tokens are split out of the input."""
         return read_responses_usage(response.get("usage"))
 
@@ -113,7 +113,7 @@ class OpenAIResponsesWatcher:
 
     def __init__(self) -> None:
         self._content_seen = False
-        self.usage = Usage()
+        self.usage = ReportedUsage()
         self.failure: Failure | None = None
         self.finished = False
         self.response: dict[str, Any] | None = None
@@ -153,9 +153,9 @@ def stream_failure(error: Mapping[str, Any]) -> Failure:
     return Failure(kind, message, retry_after_s=wait)
 
 
-def read_responses_usage(raw: object) -> Usage:
+def read_responses_usage(raw: object) -> ReportedUsage:
     """Token counts of a Responses `usage` object (B2, B4.10)."""
-    return Usage.of(read_usage(raw))
+    return ReportedUsage.of(read_usage(raw))
 
 
 def assemble_response(body: bytes) -> dict[str, Any] | Failure:

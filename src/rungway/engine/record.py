@@ -8,7 +8,7 @@ from typing import Protocol
 
 from rungway.budget.local import Reservation
 from rungway.engine.call import Call, Refusal
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class RequestRecord:
     stream: bool
     latency_ms: float
     ttfb_ms: float | None
-    usage: Usage = field(default_factory=Usage)
+    usage: ReportedUsage = field(default_factory=ReportedUsage)
     attempts: tuple[Attempt, ...] = ()
     rung: str | None = None
     plan: bytes | None = None

@@ -26,7 +26,7 @@ from rungway.engine.transport import UpstreamResponse, UpstreamTimeout, Upstream
 from rungway.protocol.errors import StreamErrorEvent
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
@@ -37,7 +37,7 @@ class StreamEnd(Protocol):
     """Where a relayed stream reports how it ended (the request's trail)."""
 
     def stream_ended(
-        self, outcome: str, failure: Failure | None, usage: Usage, ttfb: float | None
+        self, outcome: str, failure: Failure | None, usage: ReportedUsage, ttfb: float | None
     ) -> None:
         """The stream ended with `outcome`; `usage` is what it reported, `ttfb` when its
         first content arrived."""

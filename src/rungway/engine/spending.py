@@ -23,7 +23,7 @@ from rungway.engine.call import Call, Refusal
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
 from rungway.pricing import PriceBook, TokenCounts
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.routing.rungs import Rung
 
 PAID_RUNGS: Final = frozenset({Rung.CHEAP, Rung.PREMIUM})
@@ -89,7 +89,7 @@ class Spending:
         self,
         call: Call,
         route: Route,
-        usage: Usage,
+        usage: ReportedUsage,
         reservation: Reservation | None,
         now: float,
         *,
@@ -109,7 +109,7 @@ class Spending:
 
 
 def price(
-    route: Route, usage: Usage, *, overage: bool = False, prices: PriceBook | None = None
+    route: Route, usage: ReportedUsage, *, overage: bool = False, prices: PriceBook | None = None
 ) -> Costs:
     """The request's incremental and list-price cost, at the config's `prices:` where it
     prices the model, else at list price.

@@ -22,7 +22,7 @@ from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.spending import NO_COST, Spending
 from rungway.engine.state import QuotaObserver
 from rungway.protocol.failures import Failure
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ class Trail:
         self._books = books
         self._route: Route | None = None
         self.attempts: list[Attempt] = []
-        self.usage = Usage()
+        self.usage = ReportedUsage()
         self.ttfb: float | None = None
         self.sent = 0.0
         """When the current attempt's request went upstream."""
@@ -145,7 +145,7 @@ class Trail:
         return Refusal(500, message, "gateway_error")
 
     def stream_ended(
-        self, outcome: str, failure: Failure | None, usage: Usage, ttfb: float | None
+        self, outcome: str, failure: Failure | None, usage: ReportedUsage, ttfb: float | None
     ) -> None:
         """Record the relayed stream of the current attempt, ended with `outcome`."""
         route = self._route

@@ -7,7 +7,7 @@ from typing import Protocol
 
 
 class _Counts(Protocol):
-    """The five counts a wire API's usage reader returns (`translate`'s `TokenUsage`)."""
+    """The five counts a wire API's usage reader returns (`translate`'s `CanonicalUsage`)."""
 
     @property
     def input_tokens(self) -> int: ...
@@ -22,7 +22,7 @@ class _Counts(Protocol):
 
 
 @dataclass(slots=True)
-class Usage:
+class ReportedUsage:
     """Token counts of one response. `input_tokens` excludes cache reads and writes."""
 
     input_tokens: int = 0
@@ -34,7 +34,7 @@ class Usage:
     """What the upstream itself says the request cost (OpenRouter's `usage.cost`)."""
 
     @classmethod
-    def of(cls, tokens: _Counts, cost_usd: float | None = None) -> Usage:
+    def of(cls, tokens: _Counts, cost_usd: float | None = None) -> ReportedUsage:
         """The token counts a wire API's usage reader found, with the upstream's own cost."""
         return cls(
             tokens.input_tokens,

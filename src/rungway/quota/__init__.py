@@ -2,7 +2,7 @@
 
 The readers exported here are pure: each takes what the upstream sent and `now`, the
 instant the response was received, and returns `QuotaWindow` readings for the store (the
-usage-endpoint readers exported here wrap theirs in a `UsageReading`).
+usage-endpoint readers exported here wrap theirs in a `PolledReading`).
 """
 
 from rungway.quota.errors import (
@@ -27,7 +27,7 @@ from rungway.quota.headers import (
 )
 from rungway.quota.resets import parse_duration, parse_reset
 from rungway.quota.usage import (
-    UsageReading,
+    PolledReading,
     read_codex_usage,
     read_copilot_user,
     read_gemini_quota,
@@ -39,7 +39,7 @@ __all__ = [
     "NO_SIGNAL",
     "ErrorSignal",
     "OverageReading",
-    "UsageReading",
+    "PolledReading",
     "codex_window_name",
     "fold_headers",
     "parse_duration",

@@ -27,14 +27,14 @@ from typing import Protocol
 
 from rungway.clock import Clock
 from rungway.quota.board import QuotaBoard
-from rungway.quota.usage import UsageReading
+from rungway.quota.usage import PolledReading
 from rungway.routing.settings import LadderSettings
 
 log = logging.getLogger("rungway.quota")
 
 Fetch = Callable[[str, Mapping[str, str], float], Awaitable[tuple[int, Mapping[str, str], bytes]]]
 """GET a URL with headers within a deadline: (status, headers, body)."""
-ReadUsage = Callable[[bytes, float], UsageReading]
+ReadUsage = Callable[[bytes, float], PolledReading]
 _FEED_CHECK_S = 0.01
 """How often a verify that lost the claim looks for the winner's reading."""
 

@@ -42,7 +42,7 @@ _OPENROUTER_PERIOD_USAGE = {
 
 
 @dataclass(frozen=True, slots=True)
-class UsageReading:
+class PolledReading:
     """What a usage endpoint said: the windows, and whether use past them is billed
     (`overage_permitted`: Copilot's overage, Claude's extra usage, Codex credits; None when
     the endpoint does not say)."""
@@ -51,7 +51,7 @@ class UsageReading:
     overage_permitted: bool | None = None
 
 
-def read_claude_usage(body: bytes, *, now: float) -> UsageReading:
+def read_claude_usage(body: bytes, *, now: float) -> PolledReading:
     """The 5h and 7d windows of a Claude plan from its usage endpoint's body, and whether
     extra usage bills past them."""
     data = _json_object(body)
@@ -72,7 +72,7 @@ def read_claude_usage(body: bytes, *, now: float) -> UsageReading:
     # enabled account whose monthly limit is spent still counts: the limit can be raised
     # at any time, and nothing here would notice before the next read.
     enabled = json_values.mapping(data.get("extra_usage")).get("is_enabled")
-    return UsageReading(tuple(windows.values()), enabled if isinstance(enabled, bool) else None)
+    return PolledReading(tuple(windows.values()), enabled if isinstance(enabled, bool) else None)
 
 
 def _claude_window(name: str, entry: Any, now: float) -> QuotaWindow | None:
@@ -88,7 +88,7 @@ def _claude_window(name: str, entry: Any, now: float) -> QuotaWindow | None:
     return QuotaWindow(name, _clamp_percent(used), resets_at, now, status=status, source="poll")
 
 
-def read_codex_usage(body: bytes, *, now: float) -> UsageReading:
+def read_codex_usage(body: bytes, *, now: float) -> PolledReading:
     """The ChatGPT plan's windows from the `wham/usage` body (docs/provider-signals.md A4.4).
 
     Each window is named by its length (`5h`, `7d`, else `<n>m`), as `read_codex` names the
@@ -104,7 +104,7 @@ def read_codex_usage(body: bytes, *, now: float) -> UsageReading:
         window = _codex_window(slot, json_values.mapping(rate_limit.get(f"{slot}_window")), now)
         if window is not None:
             windows.append(window)
-    return UsageReading(tuple(windows), _codex_credits(data.get("credits")))
+    return PolledReading(tuple(windows), _codex_credits(data.get("credits")))
 
 
 def _codex_credits(credits: Any) -> bool | None:
@@ -147,7 +147,7 @@ def _codex_window(slot: str, entry: dict[str, Any], now: float) -> QuotaWindow |
     )
 
 
-def read_copilot_user(body: bytes, *, now: float) -> UsageReading:
+def read_copilot_user(body: bytes, *, now: float) -> PolledReading:
     """A Copilot seat's allowances from the `copilot_internal/user` body (A5.3).
 
     Paid plans get one window, `month`: the monthly premium-request allowance; an unlimited
@@ -192,10 +192,10 @@ def read_copilot_user(body: bytes, *, now: float) -> UsageReading:
             if window is not None:
                 windows.append(window)
     overage = premium.get("overage_permitted")
-    return UsageReading(tuple(windows), overage if isinstance(overage, bool) else None)
+    return PolledReading(tuple(windows), overage if isinstance(overage, bool) else None)
 
 
-def read_gemini_quota(body: bytes, *, now: float) -> UsageReading:
+def read_gemini_quota(body: bytes, *, now: float) -> PolledReading:
     """Gemini Code Assist daily buckets from the `retrieveUserQuota` body (A6.1).
 
     Each bucket becomes a `1d` window scoped to its `modelId` (account-wide without one).
@@ -209,7 +209,7 @@ def read_gemini_quota(body: bytes, *, now: float) -> UsageReading:
         held = chosen.get(window.model)
         if held is None or _restriction(window) > _restriction(held):
             chosen[window.model] = window
-    return UsageReading(tuple(chosen.values()))
+    return PolledReading(tuple(chosen.values()))
 
 
 def _gemini_window(bucket: dict[str, Any], now: float) -> QuotaWindow | None:
@@ -238,7 +238,7 @@ def _restriction(window: QuotaWindow) -> tuple[float, float]:
     return (window.used_percent or 0.0, window.resets_at or 0.0)
 
 
-def read_openrouter_key(body: bytes, *, now: float) -> UsageReading:
+def read_openrouter_key(body: bytes, *, now: float) -> PolledReading:
     """An OpenRouter key's credit limit from the `/api/v1/key` body (A7), as a `credits` window.
 
     A key without a limit (`limit: null`) is unlimited and has no window. The limit resets
@@ -249,7 +249,7 @@ def read_openrouter_key(body: bytes, *, now: float) -> UsageReading:
     key = json_values.mapping(data.get("data")) or data
     limit = _number(key.get("limit"))
     if limit is None:
-        return UsageReading()
+        return PolledReading()
     period = key.get("limit_reset")
     period = period.strip().lower() if isinstance(period, str) else ""
     remaining = _number(key.get("limit_remaining"))
@@ -262,7 +262,7 @@ def read_openrouter_key(body: bytes, *, now: float) -> UsageReading:
         remaining = None if usage is None else limit - usage
     used = _used_of(remaining, limit) if limit > 0 else 100.0
     window = _allowance_window("credits", used, remaining, _next_period(period, now), now)
-    return UsageReading(() if window is None else (window,))
+    return PolledReading(() if window is None else (window,))
 
 
 def _next_period(period: str, now: float) -> float | None:

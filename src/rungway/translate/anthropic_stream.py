@@ -22,6 +22,7 @@ from rungway.translate.canonical import (
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
+    CanonicalUsage,
     Ended,
     Event,
     Finished,
@@ -34,7 +35,6 @@ from rungway.translate.canonical import (
     TextDelta,
     Thinking,
     ThinkingDelta,
-    TokenUsage,
     ToolCall,
     UsageReported,
 )
@@ -85,11 +85,11 @@ def message_id(reply_id: str) -> str:
     return f"msg_{reply_id or 'rungway'}"
 
 
-def read_usage(usage: dict[str, Any] | None) -> TokenUsage:
+def read_usage(usage: dict[str, Any] | None) -> CanonicalUsage:
     """An Anthropic `usage` object as canonical usage (its `input_tokens` excludes cache)."""
     if not usage:
-        return TokenUsage()
-    return TokenUsage(
+        return CanonicalUsage()
+    return CanonicalUsage(
         input_tokens=usage.get("input_tokens") or 0,
         output_tokens=usage.get("output_tokens") or 0,
         cache_read_tokens=usage.get("cache_read_input_tokens") or 0,
@@ -97,7 +97,7 @@ def read_usage(usage: dict[str, Any] | None) -> TokenUsage:
     )
 
 
-def usage_fields(usage: TokenUsage) -> dict[str, int]:
+def usage_fields(usage: CanonicalUsage) -> dict[str, int]:
     """Canonical usage as Anthropic's four counters (reasoning is inside output_tokens)."""
     return {
         "input_tokens": usage.input_tokens,
@@ -310,7 +310,7 @@ class AnthropicStreamWriter:
         self._seen: set[int] = set()
         self._open: int | None = None
         self._pending: dict[int, tuple[BlockStarted, list[str]]] = {}  # nameless tool blocks
-        self._usage = TokenUsage()
+        self._usage = CanonicalUsage()
         self._finished: Finished | None = None
 
     def write(self, event: Event) -> bytes:

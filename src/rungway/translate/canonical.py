@@ -5,7 +5,7 @@ the upstream's differ: each API has a reader (wire -> canonical) and a writer (c
 wire) for requests, replies and stream events. A same-API route never builds them.
 
 Conventions shared by every reader and writer:
-- Token counts follow `Usage`: `input_tokens` excludes cache reads and writes, and
+- Token counts follow `ReportedUsage`: `input_tokens` excludes cache reads and writes, and
   reasoning tokens are part of `output_tokens` (counted once).
 - Tool arguments are kept as the JSON text the model produced, never re-serialised.
 - A `Thinking` part keeps its `signature` only for the provider family that made it
@@ -137,7 +137,7 @@ class Stop(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class TokenUsage:
+class CanonicalUsage:
     """Token counts: `input_tokens` excludes cache reads and writes; reasoning is inside
     `output_tokens`."""
 
@@ -157,7 +157,7 @@ class Reply:
     parts: tuple[Text | ToolCall | Thinking, ...]
     stop: Stop
     stop_sequence: str | None = None
-    usage: TokenUsage = field(default_factory=TokenUsage)
+    usage: CanonicalUsage = field(default_factory=CanonicalUsage)
     created: int = 0
     """Epoch seconds; 0 when the upstream did not say."""
 
@@ -173,7 +173,7 @@ class Started:
 
     id: str
     model: str
-    usage: TokenUsage | None = None
+    usage: CanonicalUsage | None = None
     created: int = 0
 
 
@@ -231,7 +231,7 @@ class Finished:
 class UsageReported:
     """The reply's full token usage (cumulative, replacing anything reported before)."""
 
-    usage: TokenUsage
+    usage: CanonicalUsage
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from rungway.translate.canonical import (
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
+    CanonicalUsage,
     Ended,
     Event,
     Finished,
@@ -33,7 +34,6 @@ from rungway.translate.canonical import (
     StreamError,
     TextDelta,
     ThinkingDelta,
-    TokenUsage,
     UsageReported,
 )
 from rungway.translate.names import restore_tool_name
@@ -80,7 +80,7 @@ def completion_id(reply_id: str) -> str:
     return reply_id if reply_id.startswith("chatcmpl-") else f"chatcmpl-{reply_id}"
 
 
-def read_usage(usage: dict[str, Any]) -> TokenUsage:
+def read_usage(usage: dict[str, Any]) -> CanonicalUsage:
     """Chat usage as canonical usage: cached and cache-written tokens leave the input count."""
     prompt_details = json_values.mapping(usage.get("prompt_tokens_details"))
     output_details = json_values.mapping(usage.get("completion_tokens_details"))
@@ -91,7 +91,7 @@ def read_usage(usage: dict[str, Any]) -> TokenUsage:
     written = json_values.count(prompt_details.get("cache_write_tokens")) or json_values.count(
         prompt_details.get("cache_creation_tokens")
     )
-    return TokenUsage(
+    return CanonicalUsage(
         input_tokens=max(json_values.count(usage.get("prompt_tokens")) - cached - written, 0),
         output_tokens=json_values.count(usage.get("completion_tokens")),
         cache_read_tokens=cached,
@@ -100,7 +100,7 @@ def read_usage(usage: dict[str, Any]) -> TokenUsage:
     )
 
 
-def write_usage(usage: TokenUsage) -> dict[str, Any]:
+def write_usage(usage: CanonicalUsage) -> dict[str, Any]:
     """Canonical usage as Chat usage: the prompt count includes cache reads and writes."""
     prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     return {
@@ -163,7 +163,7 @@ class ChatStreamReader:
         self._open: tuple[int, str] | None = None
         self._calls: list[_Call] = []
         self._slots: dict[int, _Call] = {}
-        self._usage: TokenUsage | None = None
+        self._usage: CanonicalUsage | None = None
 
     def read(self, event: SseEvent) -> list[Event]:
         """The canonical events one upstream chunk carries."""
@@ -355,7 +355,7 @@ class ChatStreamWriter:
         self._tools: dict[int, _ToolSlot] = {}
         self._finished = False
         self._held: str | None = None
-        self._usage: TokenUsage | None = None
+        self._usage: CanonicalUsage | None = None
 
     def write(self, event: Event) -> bytes:
         """The chunks for `event`; the finish chunk is held until usage or the end."""

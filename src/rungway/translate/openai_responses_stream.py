@@ -33,6 +33,7 @@ from rungway.translate.canonical import (
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
+    CanonicalUsage,
     Ended,
     Event,
     Finished,
@@ -43,7 +44,6 @@ from rungway.translate.canonical import (
     TextDelta,
     Thinking,
     ThinkingDelta,
-    TokenUsage,
     UsageReported,
 )
 from rungway.translate.names import restore_tool_name
@@ -60,14 +60,14 @@ ANTHROPIC_REDACTED = "rungway.anthropic.redacted:"
 """Marks a reasoning item's `encrypted_content` that carries Anthropic redacted thinking."""
 
 
-def read_usage(usage: object) -> TokenUsage:
+def read_usage(usage: object) -> CanonicalUsage:
     """Canonical usage for a response's `usage`: cached tokens are taken out of the input."""
     if not isinstance(usage, dict):
-        return TokenUsage()
+        return CanonicalUsage()
     details = usage.get("input_tokens_details") or {}
     cached = json_values.count(details.get("cached_tokens"))
     writes = json_values.count(details.get("cache_write_tokens"))
-    return TokenUsage(
+    return CanonicalUsage(
         input_tokens=max(json_values.count(usage.get("input_tokens")) - cached - writes, 0),
         output_tokens=json_values.count(usage.get("output_tokens")),
         cache_read_tokens=cached,
@@ -78,7 +78,7 @@ def read_usage(usage: object) -> TokenUsage:
     )
 
 
-def write_usage(usage: TokenUsage) -> dict[str, Any]:
+def write_usage(usage: CanonicalUsage) -> dict[str, Any]:
     """A response's `usage` for canonical usage: the input counts its cached tokens again."""
     return usage_object(
         input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
@@ -381,7 +381,7 @@ class ResponsesStreamWriter:
         self._output: list[dict[str, Any]] = []
         self._open: dict[int, _Output] = {}
         self._stop: Stop | None = None
-        self._usage = TokenUsage()
+        self._usage = CanonicalUsage()
         self._tool_called = False
         self._closed = False
 

@@ -11,7 +11,7 @@ import pytest
 from multidict import CIMultiDict
 from pydantic import SecretStr
 
-from rungway.adapters.base import Connection, ErrorQuota, UsageEndpoint
+from rungway.adapters.base import Connection, ErrorQuota, HasUsageEndpoint
 from rungway.adapters.copilot import CopilotAdapter
 from rungway.adapters.openrouter import OpenRouterAdapter
 from rungway.adapters.registry import provider_entry
@@ -116,7 +116,7 @@ def test_the_registry_gives_copilot_and_openrouter_their_own_adapters() -> None:
     copilot = provider_entry("copilot")
     assert isinstance(copilot.adapter, CopilotAdapter)
     assert copilot.default_base_url == "https://api.githubcopilot.com"
-    assert isinstance(provider_entry("openrouter").adapter, UsageEndpoint)
+    assert isinstance(provider_entry("openrouter").adapter, HasUsageEndpoint)
     assert isinstance(provider_entry("openrouter").adapter, ErrorQuota)
     assert not isinstance(provider_entry("deepseek").adapter, ErrorQuota)
 

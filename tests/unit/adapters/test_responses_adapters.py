@@ -18,8 +18,8 @@ from rungway.adapters.base import (
     Connection,
     ErrorQuota,
     EventKind,
+    HasUsageEndpoint,
     UpstreamRequest,
-    UsageEndpoint,
 )
 from rungway.adapters.codex import CodexAdapter, chatgpt_account_id, codex_body
 from rungway.adapters.openai_responses import (
@@ -538,7 +538,7 @@ def test_the_registry_and_config_know_both_providers() -> None:
     codex = provider_entry("codex")
     assert isinstance(codex.adapter, CodexAdapter)
     assert codex.default_base_url == "https://chatgpt.com/backend-api/codex"
-    assert isinstance(codex.adapter, UsageEndpoint)
+    assert isinstance(codex.adapter, HasUsageEndpoint)
     assert isinstance(codex.adapter, ErrorQuota)
     keyed = provider_entry("openai-responses")
     assert type(keyed.adapter) is OpenAIResponsesAdapter

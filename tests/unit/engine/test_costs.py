@@ -30,7 +30,7 @@ from rungway.engine.spending import price
 from rungway.pricing import rates_for
 from rungway.protocol.auth import Auth
 from rungway.protocol.sse import SseSplitter
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.routing.resolve import Target
 from rungway.routing.rungs import Rung
 
@@ -68,7 +68,7 @@ def _route(case: dict[str, Any]) -> Route:
     return Route(Target(connection.id, model), connection, entry.adapter, rung)
 
 
-def _stream_usage(route: Route, case: dict[str, Any]) -> Usage:
+def _stream_usage(route: Route, case: dict[str, Any]) -> ReportedUsage:
     """Watch the case's stream as the dispatcher does; check which events the client loses."""
     body: dict[str, Any] = case["client_request"]
     request = route.adapter.build_request(
@@ -94,7 +94,7 @@ def _stream_usage(route: Route, case: dict[str, Any]) -> Usage:
     return watcher.usage
 
 
-def _usage(route: Route, case: dict[str, Any]) -> Usage:
+def _usage(route: Route, case: dict[str, Any]) -> ReportedUsage:
     if "stream" in case:
         return _stream_usage(route, case)
     return route.adapter.read_usage(case["response"])

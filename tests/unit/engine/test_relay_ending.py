@@ -13,7 +13,7 @@ from rungway.config import TimeoutSettings
 from rungway.engine.relay import StreamRelay
 from rungway.protocol import openai_chat
 from rungway.protocol.failures import Failure
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.sim import Scenario, SimUpstream
 from rungway.transport.aiohttp import AiohttpTransport
 
@@ -49,7 +49,7 @@ class _Ends:
         self.seen: list[tuple[str, Failure | None]] = []
 
     def stream_ended(
-        self, outcome: str, failure: Failure | None, usage: Usage, ttfb: float | None
+        self, outcome: str, failure: Failure | None, usage: ReportedUsage, ttfb: float | None
     ) -> None:
         self.seen.append((outcome, failure))
 

@@ -11,7 +11,7 @@ import pytest
 from rungway.engine.record import Attempt, RequestRecord
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.sqlite import SqliteLedger
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from tests.records import request_record
 
 PLAN = orjson.dumps({"requested": "auto", "candidates": [], "skipped": []})
@@ -29,7 +29,7 @@ def _record(request_id: str, started_at: float, *, plan: bytes | None = PLAN) ->
         stream=True,
         latency_ms=12.5,
         ttfb_ms=3.0,
-        usage=Usage(100, 20, 5, 0, 2),
+        usage=ReportedUsage(100, 20, 5, 0, 2),
         attempts=(Attempt("plan", "rate_limit", 429, 4.0, "5h window spent"),),
         rung="premium",
         plan=plan,

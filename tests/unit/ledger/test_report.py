@@ -17,7 +17,7 @@ from rungway.engine.record import RequestRecord
 from rungway.ledger.memory import MemoryLedger
 from rungway.ledger.report import DIMENSIONS, Dimension, SpendReport, SpendRow, spend_report
 from rungway.ledger.sqlite import SqliteLedger
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from tests.records import request_record
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC).timestamp()
@@ -52,7 +52,7 @@ def _record(
         status=200 if connection else 502,
         latency_ms=10.0,
         ttfb_ms=None,
-        usage=Usage(*tokens),
+        usage=ReportedUsage(*tokens),
         rung=rung,
         cost_usd=cost,
         list_cost_usd=list_cost,

@@ -8,7 +8,7 @@ from rungway.budget.local import Reservation
 from rungway.engine.record import Attempt, RequestRecord
 from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
-from rungway.protocol.usage import Usage
+from rungway.protocol.usage import ReportedUsage
 from rungway.routing.rungs import Rung
 from tests.records import request_record
 
@@ -68,7 +68,9 @@ def test_tokens_and_spend_are_summed_per_rung(
     world: tuple[GatewayMetrics, _Ledger, MetricsRecorder],
 ) -> None:
     metrics, _, recorder = world
-    usage = Usage(input_tokens=100, output_tokens=20, cache_read_tokens=300, cache_write_tokens=5)
+    usage = ReportedUsage(
+        input_tokens=100, output_tokens=20, cache_read_tokens=300, cache_write_tokens=5
+    )
     recorder.record(request_record(usage=usage, list_cost_usd=0.01))
     recorder.record(
         request_record(
@@ -76,7 +78,7 @@ def test_tokens_and_spend_are_summed_per_rung(
         )
     )
     recorder.record(
-        request_record(rung="cheap", connection_id="cheap", usage=Usage(input_tokens=1))
+        request_record(rung="cheap", connection_id="cheap", usage=ReportedUsage(input_tokens=1))
     )
     tokens = "rungway_tokens_total"
     assert _value(metrics, tokens, rung="subscription", kind="input") == 100

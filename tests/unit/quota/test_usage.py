@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rungway.quota import (
-    UsageReading,
+    PolledReading,
     read_codex_usage,
     read_copilot_user,
     read_gemini_quota,
@@ -26,7 +26,7 @@ from .recorded import FIXTURES, assert_windows, body_of, recorded
 
 NOW = 1_790_208_000.0  # 2026-09-24T00:00:00Z, a Thursday
 
-Reader = Callable[..., UsageReading]
+Reader = Callable[..., PolledReading]
 READERS: dict[str, Reader] = {
     "claude": read_claude_usage,
     "codex": read_codex_usage,
@@ -46,7 +46,7 @@ CASES = recorded(
 )
 
 
-def read(vendor: str, body: Any, now: float = NOW) -> UsageReading:
+def read(vendor: str, body: Any, now: float = NOW) -> PolledReading:
     return READERS[vendor](json.dumps(body).encode(), now=now)
 
 
@@ -94,7 +94,7 @@ def test_codex_reads_no_window_from_the_extra_feature_limits() -> None:
         "additional_rate_limits": [{"limit_name": "codex_other", "rate_limit": spent}],
         "code_review_rate_limit": spent,
     }
-    assert read("codex", body) == UsageReading()
+    assert read("codex", body) == PolledReading()
 
 
 # --- Copilot ----------------------------------------------------------------------------------
@@ -125,13 +125,13 @@ def test_copilot_percent_comes_from_the_entitlement_when_percent_is_absent() -> 
 
 def test_copilot_unlimited_still_reports_overage() -> None:
     reading = read("copilot", copilot_body(unlimited=True, overage_permitted=True))
-    assert reading == UsageReading(
+    assert reading == PolledReading(
         (QuotaWindow("month", 0.0, None, NOW, source="poll"),), overage_permitted=True
     )
 
 
 def test_copilot_snapshot_without_figures_is_no_window() -> None:
-    assert read("copilot", copilot_body(unlimited=False, overage_permitted=False)) == UsageReading(
+    assert read("copilot", copilot_body(unlimited=False, overage_permitted=False)) == PolledReading(
         (), overage_permitted=False
     )
 
@@ -206,7 +206,7 @@ def test_openrouter_zero_limit_is_spent() -> None:
 
 
 def test_openrouter_without_any_usage_figure_has_no_window() -> None:
-    assert read("openrouter", {"data": {"limit": 10}}) == UsageReading()
+    assert read("openrouter", {"data": {"limit": 10}}) == PolledReading()
 
 
 @pytest.mark.parametrize(
@@ -247,7 +247,7 @@ MALFORMED = [
 @pytest.mark.parametrize("body", MALFORMED)
 @pytest.mark.parametrize("vendor", sorted(READERS))
 def test_malformed_bodies_read_as_nothing(vendor: str, body: bytes) -> None:
-    assert READERS[vendor](body, now=NOW) == UsageReading()
+    assert READERS[vendor](body, now=NOW) == PolledReading()
 
 
 @pytest.mark.parametrize(
@@ -262,7 +262,7 @@ def test_malformed_bodies_read_as_nothing(vendor: str, body: bytes) -> None:
     ],
 )
 def test_bools_and_strings_are_not_numbers(vendor: str, body: Any) -> None:
-    assert read(vendor, body) == UsageReading()
+    assert read(vendor, body) == PolledReading()
 
 
 def test_a_string_overage_flag_is_not_a_flag() -> None:
@@ -273,12 +273,12 @@ def test_claude_reader_survives_odd_limit_lists() -> None:
     body = {"limits": [{"kind": ["session"]}, 5], "five_hour": {"utilization": 40}}
     (window,) = read_claude_usage(json.dumps(body).encode(), now=NOW).windows
     assert (window.name, window.used_percent) == ("5h", 40.0)
-    assert read_claude_usage(b'{"limits": 5}', now=NOW) == UsageReading()
+    assert read_claude_usage(b'{"limits": 5}', now=NOW) == PolledReading()
 
 
 def test_usage_reading_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
-        UsageReading().overage_permitted = True  # type: ignore[misc]
+        PolledReading().overage_permitted = True  # type: ignore[misc]
 
 
 # --- Fuzzing ----------------------------------------------------------------------------------
@@ -364,8 +364,8 @@ def graft(body: Any, path: list[int], value: Any) -> Any:
     return copy
 
 
-def assert_sane(reading: UsageReading, now: float) -> None:
-    assert isinstance(reading, UsageReading)
+def assert_sane(reading: PolledReading, now: float) -> None:
+    assert isinstance(reading, PolledReading)
     assert reading.overage_permitted in (None, True, False)
     for window in reading.windows:
         assert window.used_percent is not None

@@ -13,6 +13,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from rungway.translate.anthropic import ANTHROPIC, DROPPED_FIELDS
 from rungway.translate.canonical import (
+    CanonicalUsage,
     Image,
     Message,
     Reasoning,
@@ -21,7 +22,6 @@ from rungway.translate.canonical import (
     Stop,
     Text,
     Thinking,
-    TokenUsage,
     Tool,
     ToolCall,
     ToolResult,
@@ -715,7 +715,7 @@ def test_an_anthropic_reply_reads_into_the_canonical_form() -> None:
             ToolCall("toolu_9", LONG_NAME, '{"path":"x"}'),
         ),
         stop=Stop.TOOL_USE,
-        usage=TokenUsage(
+        usage=CanonicalUsage(
             input_tokens=12, output_tokens=40, cache_read_tokens=2000, cache_write_tokens=100
         ),
     )
@@ -767,7 +767,9 @@ def test_a_chat_upstreams_reply_is_written_as_an_anthropic_message() -> None:
             ToolCall("call_4", "listy", "[1, 2]"),
         ),
         stop=Stop.TOOL_USE,
-        usage=TokenUsage(input_tokens=7, output_tokens=30, cache_read_tokens=3, reasoning_tokens=9),
+        usage=CanonicalUsage(
+            input_tokens=7, output_tokens=30, cache_read_tokens=3, reasoning_tokens=9
+        ),
         created=1_700_000_000,
     )
     written = ANTHROPIC.write_reply(reply, chat_request())

@@ -20,6 +20,7 @@ from rungway.translate.canonical import (
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
+    CanonicalUsage,
     Ended,
     Event,
     Finished,
@@ -29,7 +30,6 @@ from rungway.translate.canonical import (
     StreamError,
     TextDelta,
     ThinkingDelta,
-    TokenUsage,
     UsageReported,
 )
 
@@ -266,7 +266,7 @@ def test_an_anthropic_stream_reads_into_canonical_events() -> None:
         Started(
             "msg_01",
             "claude-sonnet-4-5-20250929",
-            TokenUsage(input_tokens=25, cache_read_tokens=2000, cache_write_tokens=100),
+            CanonicalUsage(input_tokens=25, cache_read_tokens=2000, cache_write_tokens=100),
         ),
         BlockStarted(0, "thinking"),
         ThinkingDelta(0, "Let me think."),
@@ -282,7 +282,7 @@ def test_an_anthropic_stream_reads_into_canonical_events() -> None:
         BlockStopped(2),
         Finished(Stop.TOOL_USE),
         UsageReported(
-            TokenUsage(
+            CanonicalUsage(
                 input_tokens=25, output_tokens=89, cache_read_tokens=2000, cache_write_tokens=100
             )
         ),
@@ -296,7 +296,7 @@ def test_usage_repeated_in_message_delta_replaces_message_starts() -> None:
         b'"usage":{"output_tokens":89,"input_tokens":30,"cache_read_input_tokens":null}',
     )
     (usage,) = [event for event in read_all(stream) if isinstance(event, UsageReported)]
-    assert usage.usage == TokenUsage(30, 89, cache_read_tokens=2000, cache_write_tokens=100)
+    assert usage.usage == CanonicalUsage(30, 89, cache_read_tokens=2000, cache_write_tokens=100)
 
 
 def test_a_stop_sequence_is_named() -> None:
@@ -358,12 +358,12 @@ def test_odd_blocks_and_events_are_tolerated() -> None:
 def test_message_delta_waits_for_the_usage_that_follows_the_finish() -> None:
     outputs = write_all(
         [
-            Started("chatcmpl-9", "gpt-4o", TokenUsage(input_tokens=12, cache_read_tokens=3)),
+            Started("chatcmpl-9", "gpt-4o", CanonicalUsage(input_tokens=12, cache_read_tokens=3)),
             BlockStarted(0, "text"),
             TextDelta(0, "Hi"),
             BlockStopped(0),
             Finished(Stop.END),
-            UsageReported(TokenUsage(input_tokens=12, output_tokens=7, cache_read_tokens=3)),
+            UsageReported(CanonicalUsage(input_tokens=12, output_tokens=7, cache_read_tokens=3)),
             Ended(),
         ]
     )
@@ -438,7 +438,7 @@ CHAT_UPSTREAM: list[Event] = [
     Finished(Stop.TOOL_USE),
     Finished(Stop.TOOL_USE),  # a duplicate finish chunk changes nothing
     UsageReported(
-        TokenUsage(input_tokens=40, output_tokens=25, cache_read_tokens=10, reasoning_tokens=9)
+        CanonicalUsage(input_tokens=40, output_tokens=25, cache_read_tokens=10, reasoning_tokens=9)
     ),
     Ended(),
 ]
@@ -502,7 +502,7 @@ def test_a_chat_upstreams_stream_is_valid_for_anthropic_clients() -> None:
 def test_without_a_usage_chunk_the_end_flushes_what_is_held() -> None:
     outputs = write_all(
         [
-            Started("chatcmpl-2", "m", TokenUsage(input_tokens=5)),
+            Started("chatcmpl-2", "m", CanonicalUsage(input_tokens=5)),
             BlockStarted(0, "text"),
             TextDelta(0, "partial"),
             Finished(Stop.LENGTH),

@@ -12,6 +12,7 @@ from openai.types.chat import ChatCompletion
 
 from rungway.protocol import openai_chat
 from rungway.translate.canonical import (
+    CanonicalUsage,
     Image,
     Message,
     Reasoning,
@@ -20,7 +21,6 @@ from rungway.translate.canonical import (
     Stop,
     Text,
     Thinking,
-    TokenUsage,
     Tool,
     ToolCall,
     ToolResult,
@@ -552,7 +552,7 @@ def test_read_reply_restores_shortened_names_and_keeps_reasoning() -> None:
             ToolCall("call_1", LONG_NAME, '{"q":"P"}'),
         ),
         stop=Stop.TOOL_USE,
-        usage=TokenUsage(
+        usage=CanonicalUsage(
             input_tokens=30,
             output_tokens=20,
             cache_read_tokens=60,
@@ -594,7 +594,7 @@ def test_deepseek_cache_hits_and_a_refusal_are_read() -> None:
     )
     reply = OPENAI_CHAT.read_reply(body, CONVERSATION)
     assert reply.parts == (Text("no"),)
-    assert reply.usage == TokenUsage(input_tokens=10, output_tokens=3, cache_read_tokens=40)
+    assert reply.usage == CanonicalUsage(input_tokens=10, output_tokens=3, cache_read_tokens=40)
 
 
 def test_a_reply_call_without_an_id_gets_one() -> None:
@@ -631,7 +631,7 @@ def test_write_reply_golden() -> None:
             ToolCall("toolu_1", "get", ""),
         ),
         stop=Stop.TOOL_USE,
-        usage=TokenUsage(
+        usage=CanonicalUsage(
             input_tokens=10,
             output_tokens=7,
             cache_read_tokens=100,
@@ -706,7 +706,7 @@ def test_the_openai_sdk_reads_a_written_reply() -> None:
         model="claude-x",
         parts=(Text("hi"), ToolCall("toolu_1", "get", '{"q":"x"}')),
         stop=Stop.TOOL_USE,
-        usage=TokenUsage(input_tokens=3, output_tokens=4, cache_read_tokens=2),
+        usage=CanonicalUsage(input_tokens=3, output_tokens=4, cache_read_tokens=2),
     )
     body = orjson.dumps(OPENAI_CHAT.write_reply(reply, CLIENT))
     with sdk(lambda _: httpx2.Response(200, content=body)) as client:

@@ -16,6 +16,7 @@ from rungway.translate.canonical import (
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
+    CanonicalUsage,
     Ended,
     Event,
     Finished,
@@ -27,7 +28,6 @@ from rungway.translate.canonical import (
     Text,
     TextDelta,
     ThinkingDelta,
-    TokenUsage,
     Tool,
     UsageReported,
 )
@@ -47,7 +47,7 @@ USAGE = {
     "prompt_tokens_details": {"cached_tokens": 60},
     "completion_tokens_details": {"reasoning_tokens": 5},
 }
-CANONICAL_USAGE = TokenUsage(
+CANONICAL_USAGE = CanonicalUsage(
     input_tokens=40, output_tokens=20, cache_read_tokens=60, reasoning_tokens=5
 )
 STARTED = Started(id="chatcmpl-1", model="deepseek-chat", created=1700000000)
@@ -304,7 +304,7 @@ TEXT_EVENTS: list[Event] = [
     TextDelta(0, "Hi"),
     BlockStopped(0),
     Finished(Stop.END),
-    UsageReported(TokenUsage(input_tokens=5, output_tokens=2, cache_read_tokens=3)),
+    UsageReported(CanonicalUsage(input_tokens=5, output_tokens=2, cache_read_tokens=3)),
     Ended(),
 ]
 
@@ -361,7 +361,7 @@ TOOL_EVENTS: list[Event] = [
     BlockStarted(3, "tool_call", call_id="toolu_2", name="now"),
     BlockStopped(3),
     Finished(Stop.TOOL_USE),
-    UsageReported(TokenUsage(input_tokens=1, output_tokens=9)),
+    UsageReported(CanonicalUsage(input_tokens=1, output_tokens=9)),
     Ended(),
 ]
 
@@ -487,7 +487,7 @@ def test_ended_without_finished_or_started_still_makes_a_whole_stream() -> None:
 
 def test_usage_known_from_started_is_sent_when_no_usage_event_comes() -> None:
     request = Request(model="m", messages=(), include_usage=True)
-    started = Started(id="r", model="m", usage=TokenUsage(input_tokens=7))
+    started = Started(id="r", model="m", usage=CanonicalUsage(input_tokens=7))
     parsed = chunks(b"".join(write([started, Finished(Stop.LENGTH), Ended()], request)))
     assert parsed[1]["choices"][0]["finish_reason"] == "length"
     assert parsed[2]["usage"]["prompt_tokens"] == 7

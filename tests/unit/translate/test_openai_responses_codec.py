@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from rungway.protocol.openai_responses import check_request
 from rungway.translate.canonical import (
+    CanonicalUsage,
     Image,
     Message,
     Reasoning,
@@ -25,7 +26,6 @@ from rungway.translate.canonical import (
     Stop,
     Text,
     Thinking,
-    TokenUsage,
     Tool,
     ToolCall,
     ToolResult,
@@ -510,7 +510,7 @@ def test_read_reply_takes_text_calls_reasoning_and_usage() -> None:
             ToolCall("call_W1", "get_weather", '{"city":"Paris"}'),
         ),
         stop=Stop.TOOL_USE,
-        usage=TokenUsage(
+        usage=CanonicalUsage(
             input_tokens=176, output_tokens=180, cache_read_tokens=1024, reasoning_tokens=128
         ),
         created=1756000000,
@@ -561,7 +561,7 @@ REPLY = Reply(
         ToolCall("toolu_9", LONG_NAME, ""),
     ),
     stop=Stop.TOOL_USE,
-    usage=TokenUsage(
+    usage=CanonicalUsage(
         input_tokens=10,
         output_tokens=20,
         cache_read_tokens=30,

@@ -28,6 +28,7 @@ from rungway.translate.canonical import (
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
+    CanonicalUsage,
     Ended,
     Event,
     Finished,
@@ -40,7 +41,6 @@ from rungway.translate.canonical import (
     TextDelta,
     Thinking,
     ThinkingDelta,
-    TokenUsage,
     Tool,
     ToolCall,
     UsageReported,
@@ -86,7 +86,7 @@ def completed(status: str = "completed", **fields: Any) -> bytes:
     return upstream(kind, response={"id": "resp_1", "status": status, "usage": usage, **fields})
 
 
-UPSTREAM_USAGE = TokenUsage(
+UPSTREAM_USAGE = CanonicalUsage(
     input_tokens=40, output_tokens=20, cache_read_tokens=60, reasoning_tokens=5
 )
 
@@ -110,7 +110,7 @@ def test_a_recorded_upstream_stream_reads_into_blocks() -> None:
         BlockStopped(2),
         Finished(Stop.TOOL_USE),
         UsageReported(
-            TokenUsage(
+            CanonicalUsage(
                 input_tokens=904, output_tokens=240, cache_read_tokens=4096, reasoning_tokens=192
             )
         ),
@@ -219,7 +219,7 @@ def test_preamble_and_unknown_events_read_as_nothing() -> None:
 
 
 EVENTS: list[Event] = [
-    Started("msg_01", "claude-x", TokenUsage(input_tokens=9), 1700000000),
+    Started("msg_01", "claude-x", CanonicalUsage(input_tokens=9), 1700000000),
     BlockStarted(0, "thinking"),
     ThinkingDelta(0, "Let me "),
     ThinkingDelta(0, "think."),
@@ -238,7 +238,7 @@ EVENTS: list[Event] = [
     BlockStopped(3),
     Finished(Stop.TOOL_USE),
     UsageReported(
-        TokenUsage(input_tokens=9, output_tokens=30, cache_read_tokens=100, reasoning_tokens=4)
+        CanonicalUsage(input_tokens=9, output_tokens=30, cache_read_tokens=100, reasoning_tokens=4)
     ),
     Ended(),
 ]
@@ -418,7 +418,9 @@ def test_what_the_writer_sends_reads_back_the_same() -> None:
     expected += [
         Finished(Stop.TOOL_USE),
         UsageReported(
-            TokenUsage(input_tokens=9, output_tokens=30, cache_read_tokens=100, reasoning_tokens=4)
+            CanonicalUsage(
+                input_tokens=9, output_tokens=30, cache_read_tokens=100, reasoning_tokens=4
+            )
         ),
         Ended(),
     ]
@@ -473,7 +475,7 @@ def test_the_next_turn_carries_the_calls_and_signed_thinking_back() -> None:
 
 
 def test_usage_before_the_finish_waits_for_the_end() -> None:
-    usage = TokenUsage(input_tokens=5, output_tokens=2)
+    usage = CanonicalUsage(input_tokens=5, output_tokens=2)
     events: list[Event] = [
         Started("chatcmpl-2", "m"),
         TextDelta(0, "a"),

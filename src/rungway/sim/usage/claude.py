@@ -17,7 +17,7 @@ from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import Scenario
-from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/api/oauth/usage")})
 
@@ -27,7 +27,9 @@ def _too_many(wait_s: int) -> Reply:
     return Reply(429, body, (retry_after(wait_s),))
 
 
-def claude_usage(scenario: Scenario, book: QuotaBook, authenticate: Authenticate) -> UsageEndpoint:
+def claude_usage(
+    scenario: Scenario, book: QuotaBook, authenticate: Authenticate
+) -> SimUsageEndpoint:
     """The plan usage endpoint over the scenario's windows, keyed by claim name."""
 
     def render(request: RecordedRequest) -> Reply:
@@ -51,4 +53,4 @@ def claude_usage(scenario: Scenario, book: QuotaBook, authenticate: Authenticate
         return Reply(200, orjson.dumps(usage))
 
     reads = UsageReads(scenario.usage_reads_per_hour, book.clock, authenticate, _too_many)
-    return UsageEndpoint(ROUTES, reads, render)
+    return SimUsageEndpoint(ROUTES, reads, render)

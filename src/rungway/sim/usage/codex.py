@@ -20,7 +20,7 @@ from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.codex import plan_windows, reset_after_s
 from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import CodexSpec, Scenario
-from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
 from rungway.sim.wire.openai_errors import error_reply
 
 ROUTES = frozenset({("GET", "/backend-api/wham/usage"), ("GET", "/api/codex/usage")})
@@ -52,7 +52,9 @@ def window_body(
     }
 
 
-def codex_usage(scenario: Scenario, book: QuotaBook, authenticate: Authenticate) -> UsageEndpoint:
+def codex_usage(
+    scenario: Scenario, book: QuotaBook, authenticate: Authenticate
+) -> SimUsageEndpoint:
     """The usage endpoint over the plan's primary and secondary windows."""
     spec = scenario.codex_settings or CodexSpec()
 
@@ -75,4 +77,4 @@ def codex_usage(scenario: Scenario, book: QuotaBook, authenticate: Authenticate)
         return Reply(200, orjson.dumps(body))
 
     reads = UsageReads(scenario.usage_reads_per_hour, book.clock, authenticate, _too_many)
-    return UsageEndpoint(ROUTES, reads, render)
+    return SimUsageEndpoint(ROUTES, reads, render)

@@ -19,7 +19,7 @@ from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import CopilotSpec, Scenario
-from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/copilot_internal/user")})
 DEFAULT_API = "https://api.individual.githubcopilot.com"
@@ -95,7 +95,7 @@ def premium_snapshot(
     }
 
 
-def copilot_usage(scenario: Scenario, book: QuotaBook) -> UsageEndpoint:
+def copilot_usage(scenario: Scenario, book: QuotaBook) -> SimUsageEndpoint:
     """`GET /copilot_internal/user` over the seat's premium window."""
     settings = scenario.copilot_settings or CopilotSpec()
     premium = scenario.premium_window()
@@ -127,4 +127,4 @@ def copilot_usage(scenario: Scenario, book: QuotaBook) -> UsageEndpoint:
     # GitHub takes the login as `token <t>` as well as `Bearer <t>` (A5.3).
     authenticate = credential_check(scenario.auth, _unauthorized, ("token", "bearer"))
     reads = UsageReads(scenario.usage_reads_per_hour, book.clock, authenticate, _too_many)
-    return UsageEndpoint(ROUTES, reads, render)
+    return SimUsageEndpoint(ROUTES, reads, render)

@@ -11,7 +11,7 @@ from rungway.sim.usage.codex import codex_usage
 from rungway.sim.usage.copilot import copilot_usage
 from rungway.sim.usage.gemini import gemini_quota
 from rungway.sim.usage.openrouter import openrouter_key
-from rungway.sim.usage.reads import UsageEndpoint
+from rungway.sim.usage.reads import SimUsageEndpoint
 
 
 def build_usage_endpoint(
@@ -19,7 +19,7 @@ def build_usage_endpoint(
     book: QuotaBook,
     authenticate: Authenticate,
     ledger: CreditLedger | None,
-) -> UsageEndpoint | None:
+) -> SimUsageEndpoint | None:
     """The scenario's usage endpoint over `book` (and `ledger`), or None.
 
     `authenticate` is the wire API's own credential check; the Claude and Codex

@@ -17,7 +17,7 @@ from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.windows import QuotaBook, WindowReading, rfc3339
 from rungway.sim.scenario import Scenario
-from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("POST", "/v1internal:retrieveUserQuota")})
 UNAUTHENTICATED_MESSAGE = (
@@ -56,7 +56,7 @@ def bucket(reading: WindowReading) -> dict[str, Any]:
     return entry
 
 
-def gemini_quota(scenario: Scenario, book: QuotaBook) -> UsageEndpoint:
+def gemini_quota(scenario: Scenario, book: QuotaBook) -> SimUsageEndpoint:
     """`retrieveUserQuota` over the scenario's windows, one bucket each."""
 
     def render(request: RecordedRequest) -> Reply:
@@ -64,4 +64,4 @@ def gemini_quota(scenario: Scenario, book: QuotaBook) -> UsageEndpoint:
 
     authenticate = credential_check(scenario.auth, _unauthorized)
     reads = UsageReads(scenario.usage_reads_per_hour, book.clock, authenticate, _too_many)
-    return UsageEndpoint(ROUTES, reads, render)
+    return SimUsageEndpoint(ROUTES, reads, render)

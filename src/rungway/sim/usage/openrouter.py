@@ -16,7 +16,7 @@ from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.credits import CreditLedger
 from rungway.sim.quota.windows import QuotaBook
 from rungway.sim.scenario import CreditsSpec, Scenario
-from rungway.sim.usage.reads import UsageEndpoint, UsageReads, retry_after
+from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("GET", "/api/v1/key"), ("GET", "/api/v1/auth/key")})
 # Still sent, with this note, though nothing enforces it any more (A7).
@@ -42,7 +42,7 @@ def _too_many(wait_s: int) -> Reply:
     return openrouter_error(429, "Rate limit exceeded", (retry_after(wait_s),))
 
 
-def openrouter_key(scenario: Scenario, book: QuotaBook, ledger: CreditLedger) -> UsageEndpoint:
+def openrouter_key(scenario: Scenario, book: QuotaBook, ledger: CreditLedger) -> SimUsageEndpoint:
     """The key endpoint over `ledger`."""
     settings = scenario.credit_settings or CreditsSpec()
 
@@ -73,4 +73,4 @@ def openrouter_key(scenario: Scenario, book: QuotaBook, ledger: CreditLedger) ->
 
     authenticate = credential_check(scenario.auth, _unauthorized)
     reads = UsageReads(scenario.usage_reads_per_hour, book.clock, authenticate, _too_many)
-    return UsageEndpoint(ROUTES, reads, render)
+    return SimUsageEndpoint(ROUTES, reads, render)

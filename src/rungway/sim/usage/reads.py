@@ -60,7 +60,7 @@ Render = Callable[[RecordedRequest], Reply]
 
 
 @dataclass(frozen=True, slots=True)
-class UsageEndpoint:
+class SimUsageEndpoint:
     """One provider's usage endpoint: its routes, its read gate and its body."""
 
     routes: frozenset[tuple[str, str]]
