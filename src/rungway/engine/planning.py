@@ -105,7 +105,7 @@ class Planner:
             for served in connection.models
         }
         self._named: dict[str, Plan] = {}
-        self._plan_connections = [
+        self._subscription_connections = [
             connection.id
             for connection in ladder.roster.connections.values()
             if connection.billing.billing is BillingClass.SUBSCRIPTION
@@ -133,7 +133,11 @@ class Planner:
                 # a disabled plan, which no reading would bring back).
                 states = self._ladder.state.connection_states(self._ladder.clock.now())
                 await self._ladder.verifier.verify(
-                    [c for c in self._plan_connections if not states.get(c, _ENABLED).disabled]
+                    [
+                        c
+                        for c in self._subscription_connections
+                        if not states.get(c, _ENABLED).disabled
+                    ]
                 )
             return self._ladder_plan(call, resolution)
         named = self._named_plan(resolution)

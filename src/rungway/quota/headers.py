@@ -43,7 +43,7 @@ _SEVEN_DAYS_MIN = 10_080
 _OVERAGE_PREFIX = _UNIFIED_PREFIX + "overage-"
 _OVERAGE_OPEN = frozenset({"allowed", "allowed_warning"})
 _CREDITS_PREFIX = "x-codex-credits-"
-_CODEX_PLAN_USED = ("x-codex-primary-used-percent", "x-codex-secondary-used-percent")
+_CODEX_SUBSCRIPTION_USED = ("x-codex-primary-used-percent", "x-codex-secondary-used-percent")
 _TRUE = frozenset({"true", "1"})
 _FALSE = frozenset({"false", "0"})
 
@@ -192,7 +192,7 @@ def read_codex_credits(headers: Mapping[str, str]) -> OverageReading:
         return NO_OVERAGE
     if not (has or unlimited):
         return OverageReading(False)
-    spent = any((_number(folded.get(name)) or 0.0) >= 100.0 for name in _CODEX_PLAN_USED)
+    spent = any((_number(folded.get(name)) or 0.0) >= 100.0 for name in _CODEX_SUBSCRIPTION_USED)
     return OverageReading(True, spent)
 
 

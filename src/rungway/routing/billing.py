@@ -76,7 +76,7 @@ class BillingVerdict:
         return self
 
     @property
-    def plan_included(self) -> bool:
+    def costs_nothing_extra(self) -> bool:
         """Requests cost nothing extra while quota lasts."""
         return self.billing in (BillingClass.SUBSCRIPTION, BillingClass.KEYLESS)
 

@@ -171,7 +171,7 @@ def resting_verdict(state: ConnectionState, now: float) -> Verdict:
     return health_verdict(state, now, strict=False)
 
 
-def plan_verdict(billing: BillingVerdict) -> Verdict:
+def subscription_verdict(billing: BillingVerdict) -> Verdict:
     """`auto/subscription` admits only subscription billing with a hard-stop overage."""
     if billing.billing is not BillingClass.SUBSCRIPTION:
         return Verdict(SkipReason.NOT_SUBSCRIPTION, f"billing {billing.billing} ({billing.entry})")

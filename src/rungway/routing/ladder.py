@@ -26,9 +26,9 @@ from rungway.routing.gates import (
     budget_verdict,
     disabled_verdict,
     health_verdict,
-    plan_verdict,
     price_verdict,
     quota_verdict,
+    subscription_verdict,
 )
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.rungs import Rung
@@ -93,13 +93,13 @@ class _Index:
 
     def __init__(self, snapshot: Snapshot) -> None:
         roster = snapshot.roster
-        self.plan_skips: dict[str, Skip] = {}
+        self.subscription_skips: dict[str, Skip] = {}
         for connection in roster.connections.values():
             if connection.billing.live_overage:
                 continue  # judged per decision, from the connection's live overage flag
-            verdict = plan_verdict(connection.billing)
+            verdict = subscription_verdict(connection.billing)
             if not verdict.passed:
-                self.plan_skips[connection.id] = _skip(verdict, connection)
+                self.subscription_skips[connection.id] = _skip(verdict, connection)
         self._by_category: dict[object, _Groups] = {}
         self._roster = roster
 
@@ -181,7 +181,7 @@ class _Planner:
 
         A connection speaking another API than the request's is judged like any other: the
         engine translates between them."""
-        plan_skips = self.index.plan_skips if self.strict else {}
+        subscription_skips = self.index.subscription_skips if self.strict else {}
         states = self.snapshot.states
         for connection in self.snapshot.roster.connections.values():
             state = states.get(connection.id, _NO_STATE)
@@ -189,7 +189,7 @@ class _Planner:
                 # The operator's word comes first: it is the reason they will look for.
                 self.skipped.append(_skip(disabled_verdict(state), connection))
                 continue
-            static = plan_skips.get(connection.id)
+            static = subscription_skips.get(connection.id)
             if static is not None:
                 self.skipped.append(static)
                 continue
@@ -197,7 +197,7 @@ class _Planner:
             # bills past its quota (Claude's extra usage, Codex credits).
             if self.strict and (connection.billing.live_overage or state.overage_permitted):
                 live = connection.billing.with_overage_permitted(state.overage_permitted)
-                terms = plan_verdict(live)
+                terms = subscription_verdict(live)
                 if not terms.passed:
                     self.skipped.append(_skip(terms, connection))
                     continue
@@ -358,7 +358,9 @@ def _lower(first: float | None, second: float | None) -> float | None:
 
 
 def _subscription_waits(skipped: list[Skip], snapshot: Snapshot) -> bool:
-    return any(skip.reason in _WAITS and _is_plan(skip.connection_id, snapshot) for skip in skipped)
+    return any(
+        skip.reason in _WAITS and _is_subscription(skip.connection_id, snapshot) for skip in skipped
+    )
 
 
 def _earliest_reset(skipped: list[Skip], snapshot: Snapshot) -> float | None:
@@ -367,11 +369,11 @@ def _earliest_reset(skipped: list[Skip], snapshot: Snapshot) -> float | None:
         for skip in skipped
         if skip.reason in _WAITS
         and skip.resets_at is not None
-        and _is_plan(skip.connection_id, snapshot)
+        and _is_subscription(skip.connection_id, snapshot)
     ]
     return min(resets) if resets else None
 
 
-def _is_plan(connection_id: str | None, snapshot: Snapshot) -> bool:
+def _is_subscription(connection_id: str | None, snapshot: Snapshot) -> bool:
     connection = snapshot.roster.connections.get(connection_id or "")
     return connection is not None and connection.billing.billing is BillingClass.SUBSCRIPTION

@@ -221,7 +221,7 @@ class Scenario(_Frozen):
 
     @model_validator(mode="before")
     @classmethod
-    def _plan_logins_serve_claude_usage(cls, raw: Any) -> Any:
+    def _subscription_logins_serve_claude_usage(cls, raw: Any) -> Any:
         # Scenarios written before `usage_endpoint` existed relied on every Claude plan
         # login (bearer auth on the Anthropic API) serving /api/oauth/usage.
         if not isinstance(raw, dict) or "usage_endpoint" in raw or raw.get("api") != "anthropic":

@@ -61,7 +61,7 @@ def test_no_credential_is_keyless_whatever_the_provider_and_its_entries(provider
     verdict = catalog.classify(provider, "none")
     assert verdict is KEYLESS
     assert verdict.overage is HARD
-    assert verdict.plan_included
+    assert verdict.costs_nothing_extra
 
 
 def test_uncurated_connection_is_unknown_and_counts_as_metered() -> None:
@@ -72,7 +72,7 @@ def test_uncurated_connection_is_unknown_and_counts_as_metered() -> None:
         "none",
     )
     assert "assumed metered" in verdict.reason
-    assert not verdict.plan_included
+    assert not verdict.costs_nothing_extra
     assert rung_for(verdict, Tier.FREE) is Rung.FREE
     assert rung_for(verdict, Tier.PREMIUM) is Rung.PREMIUM
 
@@ -136,13 +136,13 @@ def test_verdict_names_the_entry_that_decided() -> None:
 
 
 @pytest.mark.parametrize(
-    ("billing", "plan_included"),
+    ("billing", "costs_nothing_extra"),
     [(SUB, True), (BillingClass.KEYLESS, True), (METERED, False), (BillingClass.UNKNOWN, False)],
 )
-def test_plan_included_means_subscription_or_keyless(
-    billing: BillingClass, plan_included: bool
+def test_costs_nothing_extra_means_subscription_or_keyless(
+    billing: BillingClass, costs_nothing_extra: bool
 ) -> None:
-    assert BillingVerdict(billing, HARD, "", "").plan_included is plan_included
+    assert BillingVerdict(billing, HARD, "", "").costs_nothing_extra is costs_nothing_extra
 
 
 # --- The built-in catalog --------------------------------------------------------------------

@@ -24,8 +24,8 @@ from rungway.routing.gates import (
     budget_verdict,
     disabled_verdict,
     health_verdict,
-    plan_verdict,
     quota_verdict,
+    subscription_verdict,
     window_verdict,
 )
 from rungway.routing.plan import SkipReason
@@ -291,7 +291,7 @@ def test_a_disabled_plan_leaves_subscription_unavailable_not_waiting() -> None:
     assert not plan.subscription_exhausted, "no reset will bring a disabled plan back"
 
 
-# --- plan_verdict ----------------------------------------------------------------------------
+# --- subscription_verdict --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -308,7 +308,7 @@ def test_a_disabled_plan_leaves_subscription_unavailable_not_waiting() -> None:
 def test_only_hard_stop_subscriptions_pass_the_plan_gate(
     billing: BillingClass, overage: Overage, expected: SkipReason | None
 ) -> None:
-    verdict = plan_verdict(BillingVerdict(billing, overage, "why", "test entry"))
+    verdict = subscription_verdict(BillingVerdict(billing, overage, "why", "test entry"))
     assert verdict.reason is expected
     if expected is not None:
         assert "(test entry)" in verdict.detail

@@ -43,10 +43,10 @@ SUB = Rung.SUBSCRIPTION
 # --- Classification (cases 1-5) -------------------------------------------------------------
 
 
-def test_case01_no_credential_is_keyless_and_plan_included_whatever_the_provider() -> None:
+def test_case01_no_credential_is_keyless_and_costs_nothing_extra_whatever_the_provider() -> None:
     verdict = CATALOG.classify("metered-co", "none")
     assert verdict.billing is BillingClass.KEYLESS
-    assert verdict.plan_included
+    assert verdict.costs_nothing_extra
 
 
 def test_case02_auth_specific_entry_decides_between_plan_login_and_api_key() -> None:
@@ -57,14 +57,14 @@ def test_case02_auth_specific_entry_decides_between_plan_login_and_api_key() -> 
 def test_case03_provider_wide_entry_applies_to_an_auth_without_its_own_entry() -> None:
     verdict = CATALOG.classify("overflowing", "cookie")
     assert verdict.billing is BillingClass.SUBSCRIPTION
-    assert verdict.plan_included
+    assert verdict.costs_nothing_extra
     assert verdict.overage is not Overage.HARD_STOP
 
 
-def test_case04_uncurated_provider_is_unknown_and_neither_plan_included_nor_overage_safe() -> None:
+def test_case04_uncurated_provider_is_unknown_neither_free_nor_overage_safe() -> None:
     verdict = CATALOG.classify("brand-new", "oauth")
     assert verdict.billing is BillingClass.UNKNOWN
-    assert not verdict.plan_included
+    assert not verdict.costs_nothing_extra
     assert verdict.overage is Overage.UNKNOWN
     # Uncurated is not free: it lands on the rung of its price, like metered.
     assert rung_for(verdict, Tier.CHEAP) is Rung.CHEAP

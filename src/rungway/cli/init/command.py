@@ -23,7 +23,7 @@ from rungway.cli.init.discovery import (
     GEMINI_LOGIN,
     KEY_VARIABLES,
     LOGIN_NAMES,
-    PLAN_LOGINS,
+    SUBSCRIPTION_LOGINS,
     Discovery,
     discover,
     login_path,
@@ -120,7 +120,7 @@ def _report(found: Discovery) -> None:
 
 
 def _nothing_found(found: Discovery) -> None:
-    looked = [f"{LOGIN_NAMES[kind]} login at {login_path(kind)}" for kind in PLAN_LOGINS]
+    looked = [f"{LOGIN_NAMES[kind]} login at {login_path(kind)}" for kind in SUBSCRIPTION_LOGINS]
     looked.append(f"Gemini CLI login at {Path(GEMINI_LOGIN).expanduser()}")
     looked.append("API keys in " + ", ".join(f"${variable}" for variable, _ in KEY_VARIABLES))
     looked.append(f"Ollama at {found.ollama_url} (set $OLLAMA_HOST if it runs elsewhere)")

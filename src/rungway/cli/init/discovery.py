@@ -36,7 +36,7 @@ LOGIN_NAMES: dict[LoginKind, str] = {
     "copilot": "GitHub Copilot",
 }
 
-PLAN_LOGINS: tuple[LoginKind, ...] = ("claude", "codex")
+SUBSCRIPTION_LOGINS: tuple[LoginKind, ...] = ("claude", "codex")
 """The plan logins looked for; a Copilot token is imported with `rungway connections import`."""
 
 GEMINI_LOGIN = "~/.gemini/oauth_creds.json"
@@ -97,7 +97,7 @@ def discover() -> Discovery:
     """Look for logins, API keys and a local Ollama."""
     notes: list[str] = []
     logins: list[LoginFound] = []
-    for kind in PLAN_LOGINS:
+    for kind in SUBSCRIPTION_LOGINS:
         path = login_path(kind)
         if not path.is_file():
             continue

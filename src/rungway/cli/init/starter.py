@@ -19,8 +19,8 @@ from rungway.config import Provider
 from rungway.credentials.store import LoginKind
 from rungway.pricing import TierSettings, classify_tier
 
-_PLAN: dict[LoginKind, tuple[str, tuple[str, ...], str]] = {
-    # (connection id and store name, models, what the plan is)
+_SUBSCRIPTION: dict[LoginKind, tuple[str, tuple[str, ...], str]] = {
+    # (connection id and store name, models, what the subscription is)
     "claude": ("claude-plan", ("claude-sonnet-4-5", "claude-haiku-4-5"), "Claude plan"),
     "codex": ("codex-plan", ("gpt-5-codex", "gpt-5"), "ChatGPT plan"),
 }
@@ -116,9 +116,9 @@ def build_starter(found: Discovery) -> Starter:
     imports: list[LoginImport] = []
     tiers = TierSettings()
     for login in found.logins:
-        name, models, plan = _PLAN[login.kind]
+        name, models, subscription = _SUBSCRIPTION[login.kind]
         provider = LOGIN_CONNECTION[login.kind][0]
-        comment = f"{plan} (rung 0, subscription): tried first, never billed per token."
+        comment = f"{subscription} (rung 0, subscription): tried first, never billed per token."
         credential = f"{{store: {name}}}"
         blocks.append(
             _connection(comment, name, provider, auth="oauth", credential=credential, models=models)

@@ -22,7 +22,7 @@ PREFIX = "x-codex-"
 ACTIVE_LIMIT = "codex"
 
 
-def plan_windows(
+def subscription_windows(
     readings: tuple[WindowReading, ...] | list[WindowReading],
 ) -> tuple[WindowReading | None, WindowReading | None]:
     """The primary and secondary windows: the first two that apply to every model."""
@@ -73,7 +73,7 @@ def _window_headers(name: str, reading: WindowReading | None, now: float) -> lis
 
 def codex_headers(admission: Admission, spec: CodexSpec) -> list[Header]:
     """`x-codex-*`: plan type, primary and secondary windows, credits, active limit."""
-    primary, secondary = plan_windows(admission.readings)
+    primary, secondary = subscription_windows(admission.readings)
     credits = spec.credits
     headers = [
         (f"{PREFIX}plan-type", spec.plan_type),

@@ -17,7 +17,7 @@ import orjson
 
 from rungway.sim.credential import Authenticate
 from rungway.sim.exchange import RecordedRequest, Reply
-from rungway.sim.quota.codex import plan_windows, reset_after_s
+from rungway.sim.quota.codex import reset_after_s, subscription_windows
 from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import CodexSpec, Scenario
 from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
@@ -60,7 +60,7 @@ def codex_usage(
 
     def render(request: RecordedRequest) -> Reply:
         now = book.clock.now()
-        primary, secondary = plan_windows(book.readings())
+        primary, secondary = subscription_windows(book.readings())
         reached = any(window is not None and window.spent for window in (primary, secondary))
         # Credits pay for requests past a spent window (A4.4), so those are still allowed.
         paid = spec.credits.has_credits or spec.credits.unlimited

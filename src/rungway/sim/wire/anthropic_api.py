@@ -41,7 +41,9 @@ ERROR_MESSAGES = {
     500: "Internal server error",
     529: "Overloaded",
 }
-PLAN_LIMIT_MESSAGE = "This request would exceed your account's rate limit. Please try again later."
+SUBSCRIPTION_LIMIT_MESSAGE = (
+    "This request would exceed your account's rate limit. Please try again later."
+)
 _UNIT_WORDS = {
     "requests": "requests",
     "tokens": "tokens",
@@ -220,7 +222,7 @@ class AnthropicDialect:
     def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
         """The 429 `rate_limit_error` of an exhausted window, with `retry-after`."""
         if self._scenario.quota_headers == "anthropic-unified" or not admission.rejected:
-            message = PLAN_LIMIT_MESSAGE
+            message = SUBSCRIPTION_LIMIT_MESSAGE
         else:
             binding = max(admission.rejected, key=lambda reading: reading.reset_at)
             message = _org_limit_message(binding.spec, self.organization_id)
