@@ -28,7 +28,7 @@ from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
 
 START = 1_790_000_000.0
-PLAN_TOKEN = "sk-ant-oat01-integration-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-integration-plan"
 API_KEY = "sk-ant-api03-integration-key"
 CHEAP_KEY = "sk-integration-cheap"
 BACKUP_KEY = "sk-integration-backup"
@@ -74,7 +74,7 @@ def upstreams() -> Iterator[Upstreams]:
                 "plan",
                 "anthropic",
                 "anthropic-unified",
-                {"kind": "bearer", "token": PLAN_TOKEN},
+                {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
                 CLAUDE,
             ),
             FakeClock(START),
@@ -147,7 +147,12 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
         state_section: dict[str, Any] | None = None,
         **overrides: Any,
     ) -> RunningGateway:
-        secrets = {"plan": PLAN_TOKEN, "api": API_KEY, "cheap": CHEAP_KEY, "backup": BACKUP_KEY}
+        secrets = {
+            "plan": SUBSCRIPTION_TOKEN,
+            "api": API_KEY,
+            "cheap": CHEAP_KEY,
+            "backup": BACKUP_KEY,
+        }
         for name, value in secrets.items():
             (tmp_path / f"{name}.secret").write_text(value)
         ledger_path = tmp_path / "ledger.sqlite3"

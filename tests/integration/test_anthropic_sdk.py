@@ -5,7 +5,7 @@ from __future__ import annotations
 import anthropic
 import httpx
 
-from tests.integration.conftest import CLAUDE, PLAN_TOKEN, StartGateway, Upstreams
+from tests.integration.conftest import CLAUDE, SUBSCRIPTION_TOKEN, StartGateway, Upstreams
 
 
 def _client(url: str) -> anthropic.Anthropic:
@@ -28,7 +28,7 @@ def test_message_goes_to_the_plan_with_the_plans_own_credential(
     assert raw.headers["x-rungway-connection"] == "plan"
 
     received = sims.plan.requests[-1]
-    assert received.header("authorization") == f"Bearer {PLAN_TOKEN}"
+    assert received.header("authorization") == f"Bearer {SUBSCRIPTION_TOKEN}"
     assert received.header("x-api-key") is None
     assert received.header("anthropic-beta") == "claude-code-20250219,oauth-2025-04-20"
     assert received.header("x-app") == "cli"

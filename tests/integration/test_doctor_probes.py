@@ -17,7 +17,7 @@ from rungway.cli.probes import Probe, api_finding
 from rungway.config import ConnectionConfig
 from rungway.protocol.auth import Auth
 
-from .conftest import CHEAP_KEY, CLAUDE, DEEPSEEK, PLAN_TOKEN, Upstreams
+from .conftest import CHEAP_KEY, CLAUDE, DEEPSEEK, SUBSCRIPTION_TOKEN, Upstreams
 
 # `rungway` as a bare install runs it: the test extra's HTTP client cannot be imported.
 WITHOUT_HTTPX = (
@@ -96,7 +96,7 @@ def test_doctor_asks_each_api_for_its_models_and_names_the_base_url_meant(
     sims: Upstreams, tmp_path: Path
 ) -> None:
     (tmp_path / "cheap.secret").write_text(CHEAP_KEY)
-    (tmp_path / "plan.secret").write_text(PLAN_TOKEN)
+    (tmp_path / "plan.secret").write_text(SUBSCRIPTION_TOKEN)
 
     def connection(connection_id: str, provider: str, auth: str, url: str) -> dict[str, Any]:
         secret = "plan" if provider == "anthropic" else "cheap"

@@ -27,7 +27,7 @@ from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
 
 START = 1_790_000_000.0
-PLAN_TOKEN = "sk-ant-oat01-flapping-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-flapping-plan"
 API_KEY = "sk-ant-api03-flapping-key"
 CAPACITY = 100_000
 STEPS = 160
@@ -52,14 +52,14 @@ def sims() -> Iterator[tuple[FakeClock, SimUpstream, SimUpstream]]:
     plan = _scenario(
         "hovering-plan",
         quota_headers="anthropic-unified",
-        auth={"kind": "bearer", "token": PLAN_TOKEN},
+        auth={"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
         windows=[{"name": "7d", "claim": "seven_day", "capacity": CAPACITY, "length_s": 604800}],
     )
     api = _scenario(
         "api", quota_headers="anthropic-apikey", auth={"kind": "x-api-key", "token": API_KEY}
     )
-    with SimUpstream(plan, clock) as plan_sim, SimUpstream(api, clock) as api_sim:
-        yield clock, plan_sim, api_sim
+    with SimUpstream(plan, clock) as subscription_sim, SimUpstream(api, clock) as api_sim:
+        yield clock, subscription_sim, api_sim
 
 
 def _served(
@@ -69,7 +69,7 @@ def _served(
     levels: list[float],
 ) -> list[str]:
     clock, plan, api = sims
-    (tmp_path / "plan").write_text(PLAN_TOKEN)
+    (tmp_path / "plan").write_text(SUBSCRIPTION_TOKEN)
     (tmp_path / "api").write_text(API_KEY)
     settings = parse_settings(
         {

@@ -36,7 +36,9 @@ class Readings:
         return self.states
 
 
-def _plan_reading(used: float, *, status: WindowStatus = WindowStatus.ALLOWED) -> ConnectionState:
+def _subscription_reading(
+    used: float, *, status: WindowStatus = WindowStatus.ALLOWED
+) -> ConnectionState:
     return ConnectionState(
         windows=(QuotaWindow("5h", used, START + 3600, START - 1, status=status),)
     )
@@ -144,7 +146,7 @@ def test_subscription_without_a_verified_reading_fails_closed(
 
 
 def test_subscription_serves_a_verified_plan(start_gateway: StartGateway, sims: Upstreams) -> None:
-    readings = Readings({"plan": _plan_reading(40.0)})
+    readings = Readings({"plan": _subscription_reading(40.0)})
     gateway = start_gateway(state=readings, clock=FakeClock(START))
     raw = _claude(gateway.url).messages.with_raw_response.create(
         model="auto/subscription", max_tokens=64, messages=HELLO
@@ -158,7 +160,7 @@ def test_subscription_serves_a_verified_plan(start_gateway: StartGateway, sims: 
 def test_subscription_exhausted_plan_gets_429_with_the_reset(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
-    readings = Readings({"plan": _plan_reading(99.0)})
+    readings = Readings({"plan": _subscription_reading(99.0)})
     gateway = start_gateway(state=readings, clock=FakeClock(START))
     with pytest.raises(anthropic.RateLimitError) as raised:
         _claude(gateway.url).messages.create(
@@ -189,7 +191,7 @@ def test_subscription_exhausted_plan_gets_429_with_the_reset(
 def test_subscription_never_reaches_a_metered_upstream(
     start_gateway: StartGateway, sims: Upstreams, fault: Any
 ) -> None:
-    readings = Readings({"plan": _plan_reading(10.0)})
+    readings = Readings({"plan": _subscription_reading(10.0)})
     gateway = start_gateway(state=readings, clock=FakeClock(START))
     sims.plan.push_fault(fault)
     with (

@@ -27,7 +27,7 @@ from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
 
 START = 1_790_000_000.0
-PLAN_TOKEN = "sk-ant-oat01-overage-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-overage-plan"
 API_KEY = "sk-ant-api03-overage-key"
 CODEX_TOKEN = "sim-codex-overage-token"
 CHEAP_KEY = "sk-overage-cheap"
@@ -50,7 +50,7 @@ def _windows() -> list[dict[str, Any]]:
     ]
 
 
-def _claude_plan() -> Scenario:
+def _claude_subscription() -> Scenario:
     return Scenario.model_validate(
         {
             "name": "claude-plan",
@@ -58,7 +58,7 @@ def _claude_plan() -> Scenario:
             "quota_headers": "anthropic-unified",
             "usage_endpoint": "claude",
             "extra_usage": {"enabled": True, "monthly_limit": 5000, "used_credits": 1234},
-            "auth": {"kind": "bearer", "token": PLAN_TOKEN},
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
             "models": [{"id": "claude-sonnet-4-5"}],
             "windows": _windows(),
             "response": {"output_tokens": 12},
@@ -79,7 +79,7 @@ def _claude_api() -> Scenario:
     )
 
 
-def _codex_plan() -> Scenario:
+def _codex_subscription() -> Scenario:
     return Scenario.model_validate(
         {
             "name": "codex-plan",
@@ -148,14 +148,18 @@ class World:
 def _world(tmp_path: Path, vendor: str) -> Iterator[World]:
     clock = FakeClock(START)
     if vendor == "claude":
-        plan, other = SimUpstream(_claude_plan(), clock), SimUpstream(_claude_api(), clock)
+        plan, other = SimUpstream(_claude_subscription(), clock), SimUpstream(_claude_api(), clock)
     else:
-        plan, other = SimUpstream(_codex_plan(), clock), SimUpstream(_cheap(), clock)
+        plan, other = SimUpstream(_codex_subscription(), clock), SimUpstream(_cheap(), clock)
     with plan, other:
         if vendor == "claude":
-            plan_entry = {"provider": "anthropic", "base_url": plan.url, "token": PLAN_TOKEN}
+            plan_entry = {
+                "provider": "anthropic",
+                "base_url": plan.url,
+                "token": SUBSCRIPTION_TOKEN,
+            }
             other_entry = {"provider": "anthropic", "auth": "apikey", "base_url": other.url}
-            secrets, model = (PLAN_TOKEN, API_KEY), "claude-sonnet-4-5"
+            secrets, model = (SUBSCRIPTION_TOKEN, API_KEY), "claude-sonnet-4-5"
         else:
             plan_entry = {"provider": "codex", "base_url": f"{plan.url}/backend-api/codex"}
             other_entry = {"provider": "deepseek", "auth": "apikey", "base_url": f"{other.url}/v1"}

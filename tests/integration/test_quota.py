@@ -24,7 +24,7 @@ from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
 
 START = 1_790_000_000.0
-PLAN_TOKEN = "sk-ant-oat01-quota-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-quota-plan"
 API_KEY = "sk-ant-api03-quota-key"
 FIVE_HOURS = 5 * 3600.0
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
@@ -55,7 +55,7 @@ def _plan(clock_start: float) -> Scenario:
             "name": "quota-plan",
             "api": "anthropic",
             "quota_headers": "anthropic-unified",
-            "auth": {"kind": "bearer", "token": PLAN_TOKEN},
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
             "models": [{"id": "claude-sonnet-4-5"}, {"id": "claude-fable-5"}],
             "windows": [
                 # About six requests of ~35 tokens each fill the 5h window.
@@ -95,7 +95,7 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
     clock = FakeClock(START)
     plan = SimUpstream(_plan(START), clock)
     api = SimUpstream(_api())
-    (tmp_path / "plan").write_text(PLAN_TOKEN)
+    (tmp_path / "plan").write_text(SUBSCRIPTION_TOKEN)
     (tmp_path / "api").write_text(API_KEY)
     with plan, api:
         settings = parse_settings(

@@ -32,12 +32,12 @@ from rungway.budget import cost_ceiling
 from rungway.sim import Scenario, SimUpstream, TimeoutFault
 from tests.services import POSTGRES_DSN, REDIS_URL
 
-PLAN_TOKEN = "sk-ant-oat01-replicas-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-replicas-plan"
 CHEAP_KEY = "sk-replicas-cheap"
 BACKUP_KEY = "sk-replicas-backup"
 CLAUDE = "claude-sonnet-4-5"
 DEEPSEEK = "deepseek-chat"
-PLAN_WINDOW_S = 8
+SUBSCRIPTION_WINDOW_S = 8
 POLL_INTERVAL_S = 2.0
 HELLO = [{"role": "user", "content": "Say hello."}]
 
@@ -50,10 +50,15 @@ def _plan() -> Scenario:
             "api": "anthropic",
             "quota_headers": "anthropic-unified",
             "usage_endpoint": "claude",
-            "auth": {"kind": "bearer", "token": PLAN_TOKEN},
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
             "models": [{"id": CLAUDE, "context_window": 200000, "max_output_tokens": 8192}],
             "windows": [
-                {"name": "5h", "claim": "five_hour", "capacity": 300, "length_s": PLAN_WINDOW_S}
+                {
+                    "name": "5h",
+                    "claim": "five_hour",
+                    "capacity": 300,
+                    "length_s": SUBSCRIPTION_WINDOW_S,
+                }
             ],
             "response": {"output_tokens": 100, "chunk_tokens": 20},
         }
@@ -167,7 +172,7 @@ class Cluster:
 
 @pytest.fixture
 def cluster(sims: Sims, tmp_path: Path, redis_prefix: str, pg_schema: str) -> Iterator[Cluster]:
-    secrets = {"plan": PLAN_TOKEN, "cheap": CHEAP_KEY, "backup": BACKUP_KEY}
+    secrets = {"plan": SUBSCRIPTION_TOKEN, "cheap": CHEAP_KEY, "backup": BACKUP_KEY}
     for name, value in secrets.items():
         (tmp_path / f"{name}.secret").write_text(value)
 
@@ -272,15 +277,15 @@ def test_a_plan_spent_through_one_replica_is_spent_for_all_until_its_reset(
                 break
         else:
             raise AssertionError("the plan never ran out")
-        plan_posts = sims.posts(sims.plan)
+        subscription_posts = sims.posts(sims.plan)
         # B and C learned it from A: neither sends the plan a single request.
         for url in (second, third) * 3:
             answer = _chat(url, "auto/thrifty", client)
             assert answer.status_code == 200, answer.text
             assert answer.headers["x-rungway-rung"] == "cheap"
-        assert sims.posts(sims.plan) == plan_posts
+        assert sims.posts(sims.plan) == subscription_posts
         # After the reset every replica's first request goes back to the plan.
-        time.sleep(PLAN_WINDOW_S + 0.5)
+        time.sleep(SUBSCRIPTION_WINDOW_S + 0.5)
         for url in cluster.urls:
             answer = _chat(url, "auto/thrifty", client)
             assert answer.headers["x-rungway-rung"] == "subscription", url

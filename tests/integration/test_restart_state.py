@@ -24,7 +24,7 @@ from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
 
 START = 1_790_000_000.0
-PLAN_TOKEN = "sk-ant-oat01-restart-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-restart-plan"
 API_KEY = "sk-ant-api03-restart-key"
 CAPACITY = 100_000
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
@@ -49,14 +49,14 @@ def sims() -> Iterator[Sims]:
     plan = _scenario(
         "restart-plan",
         quota_headers="anthropic-unified",
-        auth={"kind": "bearer", "token": PLAN_TOKEN},
+        auth={"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
         windows=[{"name": "7d", "claim": "seven_day", "capacity": CAPACITY, "length_s": 604800}],
     )
     api = _scenario(
         "api", quota_headers="anthropic-apikey", auth={"kind": "x-api-key", "token": API_KEY}
     )
-    with SimUpstream(plan, clock) as plan_sim, SimUpstream(api, clock) as api_sim:
-        yield clock, plan_sim, api_sim
+    with SimUpstream(plan, clock) as subscription_sim, SimUpstream(api, clock) as api_sim:
+        yield clock, subscription_sim, api_sim
 
 
 class Running:
@@ -84,7 +84,7 @@ class Running:
 def gateway(tmp_path: Path, sims: Sims) -> Iterator[Running]:
     """A gateway on the test's ledger; stopping it is a clean shutdown."""
     clock, plan, api = sims
-    (tmp_path / "plan").write_text(PLAN_TOKEN)
+    (tmp_path / "plan").write_text(SUBSCRIPTION_TOKEN)
     (tmp_path / "api").write_text(API_KEY)
     settings = parse_settings(
         {
@@ -118,7 +118,7 @@ def gateway(tmp_path: Path, sims: Sims) -> Iterator[Running]:
             running.claude.close()
 
 
-def _plan_at(sims: Sims, running: Running, remaining_percent: float) -> None:
+def _subscription_at(sims: Sims, running: Running, remaining_percent: float) -> None:
     """Steer the plan's weekly window and have the gateway read it from the usage endpoint."""
     clock, plan, _ = sims
     clock.advance(150)  # the usage endpoint allows about 30 reads an hour
@@ -162,14 +162,14 @@ def test_a_cooldown_survives_a_restart_and_ends_on_time(tmp_path: Path, sims: Si
 
 def test_hysteresis_survives_a_restart(tmp_path: Path, sims: Sims) -> None:
     with gateway(tmp_path, sims) as first:
-        _plan_at(sims, first, 50.0)
+        _subscription_at(sims, first, 50.0)
         assert first.served() == "plan"
-        _plan_at(sims, first, 1.0)
+        _subscription_at(sims, first, 1.0)
         assert first.served() == "api", "1% left is below the 2% exit"
     with gateway(tmp_path, sims) as second:
-        _plan_at(sims, second, 3.0)
+        _subscription_at(sims, second, 3.0)
         assert second.served() == "api", "3% is inside the band: the plan stays out"
-        _plan_at(sims, second, 6.0)
+        _subscription_at(sims, second, 6.0)
         assert second.served() == "plan", "above the 5% re-entry it comes back"
 
 

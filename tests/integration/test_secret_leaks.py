@@ -29,21 +29,21 @@ from .conftest import (
     Upstreams,
 )
 
-PLAN_ACCESS = "sk-ant-oat01-leak-scan-access-token"
-PLAN_REFRESH = "sk-ant-ort01-leak-scan-refresh-token"
+SUBSCRIPTION_ACCESS = "sk-ant-oat01-leak-scan-access-token"
+SUBSCRIPTION_REFRESH = "sk-ant-ort01-leak-scan-refresh-token"
 CLIENT_KEYS = {"alice": "rw-client-alice-leak-scan", "bob": "rw-client-bob-leak-scan"}
 ADMIN_KEY = "rw-admin-leak-scan-key"
 STORE_KEY = Fernet.generate_key().decode()
 
 
 @pytest.fixture
-def login_plan() -> Iterator[SimUpstream]:
+def login_subscription() -> Iterator[SimUpstream]:
     scenario = Scenario.model_validate(
         {
             "name": "leak-plan",
             "api": "anthropic",
             "quota_headers": "anthropic-unified",
-            "auth": {"kind": "bearer", "token": PLAN_ACCESS},
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_ACCESS},
             "models": [{"id": CLAUDE, "context_window": 200000, "max_output_tokens": 8192}],
             "windows": [
                 {"name": "5h", "claim": "five_hour", "capacity": 100000, "length_s": 18000}
@@ -51,7 +51,7 @@ def login_plan() -> Iterator[SimUpstream]:
             # Rotating refresh tokens, so a renewed refresh token is among the secrets too.
             "oauth": {
                 "style": "anthropic",
-                "refresh_token": PLAN_REFRESH,
+                "refresh_token": SUBSCRIPTION_REFRESH,
                 "rotate_refresh_token": True,
             },
         }
@@ -66,7 +66,9 @@ def _gateway(
     store = CredentialStore(tmp_path / "credentials.enc", STORE_KEY.encode())
     store.put(
         "claude-max",
-        StoredCredential(kind="claude", access_token=PLAN_ACCESS, refresh_token=PLAN_REFRESH),
+        StoredCredential(
+            kind="claude", access_token=SUBSCRIPTION_ACCESS, refresh_token=SUBSCRIPTION_REFRESH
+        ),
     )
     for name, value in CLIENT_KEYS.items():
         (tmp_path / f"client-{name}.secret").write_text(value)
@@ -170,7 +172,7 @@ def _operator_views(url: str) -> list[str]:
 def test_no_secret_appears_in_logs_ledger_metrics_admin_or_dashboard(  # noqa: PLR0917
     start_gateway: StartGateway,
     sims: Upstreams,
-    login_plan: SimUpstream,
+    login_subscription: SimUpstream,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -179,22 +181,22 @@ def test_no_secret_appears_in_logs_ledger_metrics_admin_or_dashboard(  # noqa: P
     monkeypatch.setenv(KEY_ENV, STORE_KEY)
     monkeypatch.setenv("RW_LEAK_ADMIN", ADMIN_KEY)
     caplog.set_level(logging.DEBUG)
-    gateway = _gateway(start_gateway, sims, login_plan, tmp_path)
+    gateway = _gateway(start_gateway, sims, login_subscription, tmp_path)
 
     # A log line that quotes a header, as a library's debug output might: masked too.
-    logging.getLogger("rungway.test").warning("sent Authorization: Bearer %s", PLAN_ACCESS)
-    client_bodies = _traffic(gateway.url, login_plan, sims)
+    logging.getLogger("rungway.test").warning("sent Authorization: Bearer %s", SUBSCRIPTION_ACCESS)
+    client_bodies = _traffic(gateway.url, login_subscription, sims)
     views = _operator_views(gateway.url)
     rows = gateway.rows()
 
-    assert login_plan.oauth is not None
-    assert login_plan.oauth.token_requests == 2  # one renewal, one refused (revoked)
+    assert login_subscription.oauth is not None
+    assert login_subscription.oauth.token_requests == 2  # one renewal, one refused (revoked)
     renewed = CredentialStore(tmp_path / "credentials.enc", STORE_KEY.encode()).get("claude-max")
-    assert renewed.access_token != PLAN_ACCESS
-    assert renewed.refresh_token != PLAN_REFRESH
+    assert renewed.access_token != SUBSCRIPTION_ACCESS
+    assert renewed.refresh_token != SUBSCRIPTION_REFRESH
     secrets = {
-        "plan access token": PLAN_ACCESS,
-        "plan refresh token": PLAN_REFRESH,
+        "plan access token": SUBSCRIPTION_ACCESS,
+        "plan refresh token": SUBSCRIPTION_REFRESH,
         "renewed access token": renewed.access_token,
         "rotated refresh token": renewed.refresh_token or "",
         "admin key": ADMIN_KEY,

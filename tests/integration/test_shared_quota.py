@@ -17,7 +17,7 @@ from rungway.routing.snapshot import QuotaWindow
 from tests.integration.cluster_world import eventually, replica
 from tests.proxy import CuttableProxy
 from tests.unit.routing.builders import connection, route
-from tests.unit.routing.builders import window as plan_window
+from tests.unit.routing.builders import window as subscription_window
 
 NOW = 1_790_000_000.0
 BAND = LadderSettings(
@@ -106,36 +106,38 @@ def test_a_plan_hovering_in_the_band_does_not_flap_across_a_replica_switch_or_a_
         b = await replica(redis_prefix, clock, BAND, name="b")
         now = NOW
 
-        def plan_leads(board: QuotaBoard) -> bool:
+        def subscription_leads(board: QuotaBoard) -> bool:
             plan = route("auto/thrifty", ROSTER, board.connection_states(now), now=now)
             return plan.candidates[0].rung is Rung.SUBSCRIPTION
 
         def read(board: QuotaBoard, remaining: float) -> None:
-            board.observe("plan", [plan_window(remaining, resets_in=3600, now=now, age=0)], now)
+            board.observe(
+                "plan", [subscription_window(remaining, resets_in=3600, now=now, age=0)], now
+            )
 
         read(a.board, 10.0)
-        assert plan_leads(a.board)
+        assert subscription_leads(a.board)
         read(a.board, 1.5)  # at the cut-off: the plan leaves
-        assert not plan_leads(a.board)
+        assert not subscription_leads(a.board)
         await eventually(lambda: _spent(b.board, now))
         # The next answers go through B, with the plan hovering between 2% and 5% left.
         for remaining in (3.0, 4.8, 2.5):
             now += 1
             read(b.board, remaining)
-            assert not plan_leads(b.board), f"B took the plan back at {remaining}% left"
+            assert not subscription_leads(b.board), f"B took the plan back at {remaining}% left"
         await b.store.flush()
         await a.stop()
         await b.stop()
 
         # A replica started afterwards remembers too, and so does its next reading.
         c = await replica(redis_prefix, clock, BAND, name="c")
-        assert not plan_leads(c.board)
+        assert not subscription_leads(c.board)
         now += 1
         read(c.board, 4.0)
-        assert not plan_leads(c.board)
+        assert not subscription_leads(c.board)
         now += 1
         read(c.board, 6.0)  # above the re-entry level: back to the plan
-        assert plan_leads(c.board)
+        assert subscription_leads(c.board)
         await c.stop()
 
     asyncio.run(run())

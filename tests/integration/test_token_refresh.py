@@ -30,7 +30,7 @@ HELLO: dict[str, Any] = {
 
 
 @pytest.fixture
-def login_plan() -> Iterator[SimUpstream]:
+def login_subscription() -> Iterator[SimUpstream]:
     """A Claude plan whose token endpoint renews the login (not rotating refresh tokens)."""
     scenario = Scenario.model_validate(
         {
@@ -106,18 +106,20 @@ def _send(url: str) -> httpx.Response:
 
 
 def test_an_expired_token_is_renewed_and_the_request_retried_once(
-    start_gateway: StartGateway, login_plan: SimUpstream, store: CredentialStore
+    start_gateway: StartGateway, login_subscription: SimUpstream, store: CredentialStore
 ) -> None:
-    gateway = _start(start_gateway, login_plan, store)
+    gateway = _start(start_gateway, login_subscription, store)
     assert _send(gateway.url).status_code == 200
-    assert login_plan.oauth is not None
-    login_plan.oauth.expire_access_tokens()
+    assert login_subscription.oauth is not None
+    login_subscription.oauth.expire_access_tokens()
 
     response = _send(gateway.url)
 
     assert response.status_code == 200, response.text
-    assert login_plan.oauth.token_requests == 1
-    sent = [r.header("authorization") for r in login_plan.requests if r.path == "/v1/messages"]
+    assert login_subscription.oauth.token_requests == 1
+    sent = [
+        r.header("authorization") for r in login_subscription.requests if r.path == "/v1/messages"
+    ]
     assert sent[:2] == [f"Bearer {OLD_TOKEN}"] * 2
     assert sent[2] is not None
     assert sent[2].startswith("Bearer sk-ant-oat01-sim-")
@@ -129,16 +131,16 @@ def test_an_expired_token_is_renewed_and_the_request_retried_once(
     assert renewed.refresh_token == REFRESH_TOKEN  # the reply sent none: the old one stays
     # The renewed token serves the next request without another refresh.
     assert _send(gateway.url).status_code == 200
-    assert login_plan.oauth.token_requests == 1
+    assert login_subscription.oauth.token_requests == 1
 
 
 def test_a_revoked_login_fails_with_how_to_re_import_it(
-    start_gateway: StartGateway, login_plan: SimUpstream, store: CredentialStore
+    start_gateway: StartGateway, login_subscription: SimUpstream, store: CredentialStore
 ) -> None:
-    gateway = _start(start_gateway, login_plan, store)
-    assert login_plan.oauth is not None
-    login_plan.oauth.push_fault(TokenFault(kind="invalid_grant"))
-    login_plan.oauth.expire_access_tokens()
+    gateway = _start(start_gateway, login_subscription, store)
+    assert login_subscription.oauth is not None
+    login_subscription.oauth.push_fault(TokenFault(kind="invalid_grant"))
+    login_subscription.oauth.expire_access_tokens()
 
     response = _send(gateway.url)
 
@@ -150,40 +152,42 @@ def test_a_revoked_login_fails_with_how_to_re_import_it(
     assert REFRESH_TOKEN not in response.text
     # Broken stays broken: no further refresh is attempted. The refused login rests its
     # connection, so the next request is answered at once, still naming the fix.
-    sent = len(login_plan.requests)
+    sent = len(login_subscription.requests)
     again = _send(gateway.url)
     assert (again.status_code, again.json()["error"]["code"]) == (429, "connections_resting")
     assert again.headers["retry-after"] == "600"
     assert "re-import the login: rungway connections import claude" in again.text
-    assert login_plan.oauth.token_requests == 1
-    assert len(login_plan.requests) == sent
+    assert login_subscription.oauth.token_requests == 1
+    assert len(login_subscription.requests) == sent
 
 
 def test_a_token_near_expiry_is_renewed_in_the_background_before_it_fails(
-    start_gateway: StartGateway, login_plan: SimUpstream, store: CredentialStore
+    start_gateway: StartGateway, login_subscription: SimUpstream, store: CredentialStore
 ) -> None:
     _expiring(store, time.time() + 60)  # inside the five-minute margin
-    gateway = _start(start_gateway, login_plan, store)
+    gateway = _start(start_gateway, login_subscription, store)
     assert _send(gateway.url).status_code == 200  # sent with the old, still valid token
-    assert login_plan.oauth is not None
+    assert login_subscription.oauth is not None
     deadline = time.monotonic() + 5
-    while login_plan.oauth.token_requests == 0 and time.monotonic() < deadline:
+    while login_subscription.oauth.token_requests == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert login_plan.oauth.token_requests == 1
+    assert login_subscription.oauth.token_requests == 1
     renewed = _wait_for_renewal(store)
     assert _send(gateway.url).status_code == 200
-    sent = [r.header("authorization") for r in login_plan.requests if r.path == "/v1/messages"]
+    sent = [
+        r.header("authorization") for r in login_subscription.requests if r.path == "/v1/messages"
+    ]
     assert sent == [f"Bearer {OLD_TOKEN}", f"Bearer {renewed}"]
-    assert login_plan.oauth.token_requests == 1
+    assert login_subscription.oauth.token_requests == 1
 
 
 def test_a_throttled_refresh_is_not_retried_before_retry_after(
-    start_gateway: StartGateway, login_plan: SimUpstream, store: CredentialStore
+    start_gateway: StartGateway, login_subscription: SimUpstream, store: CredentialStore
 ) -> None:
-    gateway = _start(start_gateway, login_plan, store)
-    assert login_plan.oauth is not None
-    login_plan.oauth.push_fault(TokenFault(kind="rate_limited", retry_after_s=600))
-    login_plan.oauth.expire_access_tokens()
+    gateway = _start(start_gateway, login_subscription, store)
+    assert login_subscription.oauth is not None
+    login_subscription.oauth.push_fault(TokenFault(kind="rate_limited", retry_after_s=600))
+    login_subscription.oauth.expire_access_tokens()
 
     first = _send(gateway.url)
     second = _send(gateway.url)
@@ -192,7 +196,7 @@ def test_a_throttled_refresh_is_not_retried_before_retry_after(
     assert (first.status_code, second.status_code) == (502, 429)
     assert re.search(r"asked to wait (599|600)s", first.json()["error"]["message"])
     assert second.json()["error"]["code"] == "connections_resting"
-    assert login_plan.oauth.token_requests == 1
+    assert login_subscription.oauth.token_requests == 1
     assert store.get("claude-max").access_token == OLD_TOKEN
 
 

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from rungway.sim import QuotaExhaustedFault, Scenario, SimUpstream
-from tests.integration.conftest import CLAUDE, PLAN_TOKEN, StartGateway, Upstreams
+from tests.integration.conftest import CLAUDE, SUBSCRIPTION_TOKEN, StartGateway, Upstreams
 
 HOUSE = "house-coder-1"
 HOUSE_KEY = "sk-house-unpriced"
@@ -37,7 +37,7 @@ def house() -> Iterator[SimUpstream]:
 
 
 def _connections(sims: Upstreams, house: SimUpstream, folder: Path) -> list[dict[str, Any]]:
-    (folder / "plan.secret").write_text(PLAN_TOKEN)
+    (folder / "plan.secret").write_text(SUBSCRIPTION_TOKEN)
     (folder / "house.secret").write_text(HOUSE_KEY)
     return [
         {

@@ -484,7 +484,7 @@ def codex_sim() -> Iterator[SimUpstream]:
         yield sim
 
 
-def sim_plan(sim: SimUpstream) -> Connection:
+def sim_subscription(sim: SimUpstream) -> Connection:
     return Connection(
         "plan",
         "codex",
@@ -498,7 +498,7 @@ def sim_plan(sim: SimUpstream) -> Connection:
 def test_a_non_streaming_client_request_passes_the_backends_checks(codex_sim: SimUpstream) -> None:
     codex_sim.reset()
     adapter = CodexAdapter()
-    connection = sim_plan(codex_sim)
+    connection = sim_subscription(codex_sim)
     request = build(
         adapter, connection, {"model": "gpt-5-codex", "input": "hi", "max_output_tokens": 64}
     )
@@ -525,7 +525,9 @@ def test_a_failed_sim_stream_fails_the_watcher_before_content(codex_sim: SimUpst
     codex_sim.reset()
     codex_sim.push_fault(StreamErrorFault(after_events=2, error_type="usage_limit_reached"))
     request = build(
-        CodexAdapter(), sim_plan(codex_sim), {"model": "gpt-5-codex", "input": "hi", "stream": True}
+        CodexAdapter(),
+        sim_subscription(codex_sim),
+        {"model": "gpt-5-codex", "input": "hi", "stream": True},
     )
     response = httpx.post(request.url, headers=request.headers, content=request.body)
     watcher, kinds = watch(response.content)

@@ -16,7 +16,7 @@ ROSTER = [
 ]
 
 
-def _plan_leads(board: QuotaBoard, now: float) -> bool:
+def _subscription_leads(board: QuotaBoard, now: float) -> bool:
     plan = route("auto/thrifty", ROSTER, board.connection_states(now), now=now)
     return plan.candidates[0].rung is Rung.SUBSCRIPTION
 
@@ -30,11 +30,11 @@ def test_no_flapping_while_usage_hovers_around_the_cut_off() -> None:
     for remaining in [40.0, 10.0, 3.0] + [rng.uniform(1.2, 4.8) for _ in range(400)]:
         now += 1
         board.observe("plan", [window(remaining, resets_in=3600, now=now, age=0)], now)
-        leads.append(_plan_leads(board, now))
+        leads.append(_subscription_leads(board, now))
     changes = sum(1 for before, after in itertools.pairwise(leads) if before != after)
     assert changes == 1, "the plan leaves once, at the first reading at or below the cut-off"
     assert not leads[-1]
     # Back above the re-entry level: the plan leads again, once.
     now += 1
     board.observe("plan", [window(6.0, resets_in=3600, now=now, age=0)], now)
-    assert _plan_leads(board, now)
+    assert _subscription_leads(board, now)

@@ -19,25 +19,25 @@ from rungway.protocol.sse import SseEvent, SseSplitter
 from rungway.sim import Scenario, SimUpstream
 
 START = 1_790_000_000.0
-PLAN_TOKEN = "sk-ant-oat01-test-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-test-plan"
 API_KEY = "sk-ant-api03-test-key"
 OPENAI_KEY = "sk-test-openai"
 ANTHROPIC_HEADERS = {
-    "authorization": f"Bearer {PLAN_TOKEN}",
+    "authorization": f"Bearer {SUBSCRIPTION_TOKEN}",
     "anthropic-version": "2023-06-01",
     "anthropic-beta": "claude-code-20250219,oauth-2025-04-20",
     "content-type": "application/json",
 }
 
 
-def plan_scenario() -> Scenario:
+def subscription_scenario() -> Scenario:
     """A Claude plan on a FakeClock: 5h and 7d windows plus a Fable-only 7d_oi window."""
     return Scenario.model_validate(
         {
             "name": "test-plan",
             "api": "anthropic",
             "quota_headers": "anthropic-unified",
-            "auth": {"kind": "bearer", "token": PLAN_TOKEN},
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
             "models": [
                 {"id": "claude-sonnet-4-5", "display_name": "Claude Sonnet 4.5"},
                 {"id": "claude-fable-5", "max_output_tokens": 1000, "context_window": 50},
@@ -105,8 +105,8 @@ def openai_scenario() -> Scenario:
 
 
 @pytest.fixture(scope="session")
-def _plan_server() -> Iterator[SimUpstream]:
-    with SimUpstream(plan_scenario()) as sim:
+def _subscription_server() -> Iterator[SimUpstream]:
+    with SimUpstream(subscription_scenario()) as sim:
         yield sim
 
 
@@ -123,10 +123,10 @@ def _openai_server() -> Iterator[SimUpstream]:
 
 
 @pytest.fixture
-def plan_sim(_plan_server: SimUpstream) -> SimUpstream:
+def subscription_sim(_subscription_server: SimUpstream) -> SimUpstream:
     """The Claude-plan sim, reset."""
-    _plan_server.reset()
-    return _plan_server
+    _subscription_server.reset()
+    return _subscription_server
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from rungway.sim import SimUpstream
 
-from .conftest import ANTHROPIC_HEADERS, API_KEY, PLAN_TOKEN, message_body, request
+from .conftest import ANTHROPIC_HEADERS, API_KEY, SUBSCRIPTION_TOKEN, message_body, request
 
 EXPECTED_TEXT = (
     "The simulated upstream answers with a fixed and predictable reply so that tests, "
@@ -17,7 +17,7 @@ EXPECTED_TEXT = (
 )
 
 
-def make_client(sim: SimUpstream, token: str = PLAN_TOKEN) -> anthropic.Anthropic:
+def make_client(sim: SimUpstream, token: str = SUBSCRIPTION_TOKEN) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         base_url=sim.url,
         auth_token=token,
@@ -27,13 +27,13 @@ def make_client(sim: SimUpstream, token: str = PLAN_TOKEN) -> anthropic.Anthropi
 
 
 @pytest.fixture
-def client(plan_sim: SimUpstream) -> Iterator[anthropic.Anthropic]:
-    with make_client(plan_sim) as sdk:
+def client(subscription_sim: SimUpstream) -> Iterator[anthropic.Anthropic]:
+    with make_client(subscription_sim) as sdk:
         yield sdk
 
 
 def test_sdk_message_round_trip_reports_text_and_usage(
-    client: anthropic.Anthropic, plan_sim: SimUpstream
+    client: anthropic.Anthropic, subscription_sim: SimUpstream
 ) -> None:
     message = client.messages.create(
         model="claude-sonnet-4-5",
@@ -48,12 +48,12 @@ def test_sdk_message_round_trip_reports_text_and_usage(
     assert message.usage.input_tokens == 13
     assert message.usage.cache_read_input_tokens == 0
     assert message.usage.cache_creation_input_tokens == 0
-    tally = plan_sim.tally.by_model()["claude-sonnet-4-5"]
+    tally = subscription_sim.tally.by_model()["claude-sonnet-4-5"]
     assert (tally.requests, tally.input_tokens, tally.output_tokens) == (1, 13, 24)
 
 
 def test_sdk_stream_accumulates_the_same_message(
-    client: anthropic.Anthropic, plan_sim: SimUpstream
+    client: anthropic.Anthropic, subscription_sim: SimUpstream
 ) -> None:
     with client.messages.stream(
         model="claude-sonnet-4-5",
@@ -70,7 +70,7 @@ def test_sdk_stream_accumulates_the_same_message(
 
 
 def test_max_tokens_truncates_and_reports_max_tokens(
-    client: anthropic.Anthropic, plan_sim: SimUpstream
+    client: anthropic.Anthropic, subscription_sim: SimUpstream
 ) -> None:
     message = client.messages.create(
         model="claude-sonnet-4-5",
@@ -83,9 +83,13 @@ def test_max_tokens_truncates_and_reports_max_tokens(
     assert message.content[0].text == "The simulated upstream answers with"
 
 
-def test_stream_frames_come_in_the_documented_order(plan_sim: SimUpstream) -> None:
+def test_stream_frames_come_in_the_documented_order(subscription_sim: SimUpstream) -> None:
     response = request(
-        plan_sim.url, "POST", "/v1/messages?beta=true", message_body(stream=True), ANTHROPIC_HEADERS
+        subscription_sim.url,
+        "POST",
+        "/v1/messages?beta=true",
+        message_body(stream=True),
+        ANTHROPIC_HEADERS,
     )
     assert response.status == 200
     assert (response.header("content-type") or "").startswith("text/event-stream")
@@ -117,9 +121,11 @@ def test_stream_frames_come_in_the_documented_order(plan_sim: SimUpstream) -> No
     assert response.body.endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
 
 
-def test_requests_are_recorded_with_query_headers_and_body(plan_sim: SimUpstream) -> None:
-    request(plan_sim.url, "POST", "/v1/messages?beta=true", message_body(), ANTHROPIC_HEADERS)
-    (recorded,) = plan_sim.requests
+def test_requests_are_recorded_with_query_headers_and_body(subscription_sim: SimUpstream) -> None:
+    request(
+        subscription_sim.url, "POST", "/v1/messages?beta=true", message_body(), ANTHROPIC_HEADERS
+    )
+    (recorded,) = subscription_sim.requests
     assert recorded.method == "POST"
     assert recorded.path == "/v1/messages"
     assert recorded.query == "beta=true"
@@ -128,7 +134,7 @@ def test_requests_are_recorded_with_query_headers_and_body(plan_sim: SimUpstream
 
 
 def test_count_tokens_matches_billed_input(
-    client: anthropic.Anthropic, plan_sim: SimUpstream
+    client: anthropic.Anthropic, subscription_sim: SimUpstream
 ) -> None:
     counted = client.messages.count_tokens(
         model="claude-sonnet-4-5", messages=[{"role": "user", "content": "Hello there"}]
@@ -137,9 +143,9 @@ def test_count_tokens_matches_billed_input(
 
 
 def test_models_list_has_the_anthropic_shape(
-    client: anthropic.Anthropic, plan_sim: SimUpstream
+    client: anthropic.Anthropic, subscription_sim: SimUpstream
 ) -> None:
-    response = request(plan_sim.url, "GET", "/v1/models?limit=1", None, ANTHROPIC_HEADERS)
+    response = request(subscription_sim.url, "GET", "/v1/models?limit=1", None, ANTHROPIC_HEADERS)
     assert response.status == 200
     assert response.json() == {
         "data": [
@@ -158,9 +164,9 @@ def test_models_list_has_the_anthropic_shape(
     assert ids == ["claude-sonnet-4-5", "claude-fable-5"]
 
 
-def test_bearer_without_oauth_beta_is_refused(plan_sim: SimUpstream) -> None:
+def test_bearer_without_oauth_beta_is_refused(subscription_sim: SimUpstream) -> None:
     headers = {k: v for k, v in ANTHROPIC_HEADERS.items() if k != "anthropic-beta"}
-    response = request(plan_sim.url, "POST", "/v1/messages", message_body(), headers)
+    response = request(subscription_sim.url, "POST", "/v1/messages", message_body(), headers)
     assert response.status == 401
     body = response.json()
     assert body["type"] == "error"
@@ -171,9 +177,9 @@ def test_bearer_without_oauth_beta_is_refused(plan_sim: SimUpstream) -> None:
     assert body["request_id"].startswith("req_")
 
 
-def test_wrong_plan_token_gets_authentication_error(plan_sim: SimUpstream) -> None:
+def test_wrong_plan_token_gets_authentication_error(subscription_sim: SimUpstream) -> None:
     with (
-        make_client(plan_sim, token="sk-ant-oat01-wrong") as wrong,
+        make_client(subscription_sim, token="sk-ant-oat01-wrong") as wrong,
         pytest.raises(anthropic.AuthenticationError) as caught,
     ):
         wrong.messages.create(
@@ -202,7 +208,7 @@ def test_api_key_upstream_checks_x_api_key(apikey_sim: SimUpstream) -> None:
 
 
 def test_unknown_model_is_not_found_error(
-    client: anthropic.Anthropic, plan_sim: SimUpstream
+    client: anthropic.Anthropic, subscription_sim: SimUpstream
 ) -> None:
     with pytest.raises(anthropic.NotFoundError) as caught:
         client.messages.create(
@@ -239,16 +245,16 @@ def test_unknown_model_is_not_found_error(
     ],
 )
 def test_invalid_requests_get_invalid_request_error(
-    plan_sim: SimUpstream, drop_header: str | None, body: dict[str, object], message: str
+    subscription_sim: SimUpstream, drop_header: str | None, body: dict[str, object], message: str
 ) -> None:
     headers = {k: v for k, v in ANTHROPIC_HEADERS.items() if k != drop_header}
-    response = request(plan_sim.url, "POST", "/v1/messages", body, headers)
+    response = request(subscription_sim.url, "POST", "/v1/messages", body, headers)
     assert response.status == 400
     assert response.json()["error"] == {"type": "invalid_request_error", "message": message}
-    assert plan_sim.tally.by_model() == {}
+    assert subscription_sim.tally.by_model() == {}
 
 
-def test_unknown_route_is_provider_shaped_404(plan_sim: SimUpstream) -> None:
-    response = request(plan_sim.url, "POST", "/v1/complete", {}, ANTHROPIC_HEADERS)
+def test_unknown_route_is_provider_shaped_404(subscription_sim: SimUpstream) -> None:
+    response = request(subscription_sim.url, "POST", "/v1/complete", {}, ANTHROPIC_HEADERS)
     assert response.status == 404
     assert response.json()["error"]["type"] == "not_found_error"

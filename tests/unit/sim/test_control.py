@@ -16,7 +16,7 @@ from rungway.sim import (
     load_scenario,
 )
 
-from .conftest import ANTHROPIC_HEADERS, START, message_body, plan_scenario, request
+from .conftest import ANTHROPIC_HEADERS, START, message_body, request, subscription_scenario
 
 
 @pytest.fixture(scope="module")
@@ -30,34 +30,36 @@ def ollama() -> Iterator[SimUpstream]:
         yield sim
 
 
-def test_faults_can_be_queued_over_http(plan_sim: SimUpstream) -> None:
+def test_faults_can_be_queued_over_http(subscription_sim: SimUpstream) -> None:
     faults = [{"kind": "disconnect", "after_events": 2}, {"kind": "timeout", "delay_s": 5}]
-    response = request(plan_sim.url, "POST", "/_sim/faults", faults)
+    response = request(subscription_sim.url, "POST", "/_sim/faults", faults)
     assert response.status == 200
     assert response.json() == {"queued": 2}
-    queued = [entry.fault for entry in plan_sim.state().faults]
+    queued = [entry.fault for entry in subscription_sim.state().faults]
     assert queued == [DisconnectFault(after_events=2), TimeoutFault(delay_s=5)]
-    bad = request(plan_sim.url, "POST", "/_sim/faults", {"kind": "explode"})
+    bad = request(subscription_sim.url, "POST", "/_sim/faults", {"kind": "explode"})
     assert bad.status == 422
 
 
-def test_clock_can_be_advanced_and_set_over_http(plan_sim: SimUpstream) -> None:
-    before = plan_sim.fake_clock.now()
-    advanced = request(plan_sim.url, "POST", "/_sim/clock", {"advance_s": 90})
+def test_clock_can_be_advanced_and_set_over_http(subscription_sim: SimUpstream) -> None:
+    before = subscription_sim.fake_clock.now()
+    advanced = request(subscription_sim.url, "POST", "/_sim/clock", {"advance_s": 90})
     assert advanced.status == 200
     assert advanced.json() == {"now": before + 90}
     target = before + 1000
-    assert request(plan_sim.url, "POST", "/_sim/clock", {"set": target}).json() == {"now": target}
-    backwards = request(plan_sim.url, "POST", "/_sim/clock", {"set": START - 1})
+    assert request(subscription_sim.url, "POST", "/_sim/clock", {"set": target}).json() == {
+        "now": target
+    }
+    backwards = request(subscription_sim.url, "POST", "/_sim/clock", {"set": START - 1})
     assert backwards.status == 400
-    both = request(plan_sim.url, "POST", "/_sim/clock", {"set": target, "advance_s": 1})
+    both = request(subscription_sim.url, "POST", "/_sim/clock", {"set": target, "advance_s": 1})
     assert both.status == 400
-    assert plan_sim.fake_clock.now() == target
+    assert subscription_sim.fake_clock.now() == target
 
 
-def test_state_reports_windows_tally_and_counts(plan_sim: SimUpstream) -> None:
-    request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
-    state = request(plan_sim.url, "GET", "/_sim/state").json()
+def test_state_reports_windows_tally_and_counts(subscription_sim: SimUpstream) -> None:
+    request(subscription_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+    state = request(subscription_sim.url, "GET", "/_sim/state").json()
     assert state["scenario"] == "test-plan"
     assert state["fake_clock"] is True
     assert state["request_count"] == 1
@@ -70,9 +72,13 @@ def test_state_reports_windows_tally_and_counts(plan_sim: SimUpstream) -> None:
     assert [window["name"] for window in state["windows"]] == ["5h", "7d", "7d_oi"]
 
 
-def test_recorded_requests_are_served_and_exclude_control_calls(plan_sim: SimUpstream) -> None:
-    request(plan_sim.url, "POST", "/v1/messages?beta=true", message_body(), ANTHROPIC_HEADERS)
-    recorded = request(plan_sim.url, "GET", "/_sim/requests").json()
+def test_recorded_requests_are_served_and_exclude_control_calls(
+    subscription_sim: SimUpstream,
+) -> None:
+    request(
+        subscription_sim.url, "POST", "/v1/messages?beta=true", message_body(), ANTHROPIC_HEADERS
+    )
+    recorded = request(subscription_sim.url, "GET", "/_sim/requests").json()
     assert len(recorded) == 1
     assert recorded[0]["path"] == "/v1/messages"
     assert recorded[0]["query"] == "beta=true"
@@ -80,20 +86,20 @@ def test_recorded_requests_are_served_and_exclude_control_calls(plan_sim: SimUps
     assert recorded[0]["body"] == message_body()
 
 
-def test_reset_empties_windows_tally_log_and_queue(plan_sim: SimUpstream) -> None:
-    request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
-    plan_sim.push_fault(TimeoutFault(delay_s=1))
-    assert request(plan_sim.url, "POST", "/_sim/reset").json() == {"reset": True}
-    state = plan_sim.state()
+def test_reset_empties_windows_tally_log_and_queue(subscription_sim: SimUpstream) -> None:
+    request(subscription_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+    subscription_sim.push_fault(TimeoutFault(delay_s=1))
+    assert request(subscription_sim.url, "POST", "/_sim/reset").json() == {"reset": True}
+    state = subscription_sim.state()
     assert state.request_count == 0
     assert state.tally == {}
     assert state.faults == []
     assert all(window.used == 0 for window in state.windows)
-    assert plan_sim.requests == []
+    assert subscription_sim.requests == []
 
 
-def test_unknown_control_route_is_404(plan_sim: SimUpstream) -> None:
-    assert request(plan_sim.url, "GET", "/_sim/nothing").status == 404
+def test_unknown_control_route_is_404(subscription_sim: SimUpstream) -> None:
+    assert request(subscription_sim.url, "GET", "/_sim/nothing").status == 404
 
 
 def test_a_real_clock_sim_refuses_clock_control(ollama: SimUpstream) -> None:
@@ -106,7 +112,7 @@ def test_a_real_clock_sim_refuses_clock_control(ollama: SimUpstream) -> None:
 
 def test_an_explicit_clock_wins_over_the_scenario() -> None:
     clock = FakeClock(START + 5)
-    sim = SimUpstream(plan_scenario(), clock=clock)
+    sim = SimUpstream(subscription_scenario(), clock=clock)
     assert sim.clock is clock
     assert sim.state().now == START + 5
 
@@ -133,7 +139,7 @@ def test_unauthenticated_upstream_paces_its_stream_and_sends_no_quota_headers(
 
 
 def test_start_stop_and_context_manager() -> None:
-    sim = SimUpstream(plan_scenario())
+    sim = SimUpstream(subscription_scenario())
     with pytest.raises(RuntimeError):
         _ = sim.url
     url = sim.start(port=0)
@@ -143,27 +149,30 @@ def test_start_stop_and_context_manager() -> None:
     assert request(url, "GET", "/_sim/state").status == 200
     sim.stop()
     sim.stop()  # stopping twice is harmless
-    with SimUpstream(plan_scenario()) as again:
+    with SimUpstream(subscription_scenario()) as again:
         assert request(again.url, "GET", "/_sim/state").status == 200
 
 
-def test_credits_control_needs_an_upstream_with_credits(plan_sim: SimUpstream) -> None:
-    refused = request(plan_sim.url, "POST", "/_sim/credits", {"remaining": 1})
+def test_credits_control_needs_an_upstream_with_credits(subscription_sim: SimUpstream) -> None:
+    refused = request(subscription_sim.url, "POST", "/_sim/credits", {"remaining": 1})
     assert refused.status == 409
     assert "no credits" in refused.json()["error"]
-    assert request(plan_sim.url, "POST", "/_sim/credits", {"left": 1}).status == 400
-    assert request(plan_sim.url, "GET", "/_sim/state").json()["credits"] is None
+    assert request(subscription_sim.url, "POST", "/_sim/credits", {"left": 1}).status == 400
+    assert request(subscription_sim.url, "GET", "/_sim/state").json()["credits"] is None
 
 
-def test_a_window_can_be_steered_to_a_level_over_http(plan_sim: SimUpstream) -> None:
-    steered = request(plan_sim.url, "POST", "/_sim/windows", {"name": "5h", "used": 390})
+def test_a_window_can_be_steered_to_a_level_over_http(subscription_sim: SimUpstream) -> None:
+    steered = request(subscription_sim.url, "POST", "/_sim/windows", {"name": "5h", "used": 390})
     assert steered.status == 200
     assert (steered.json()["used"], steered.json()["remaining"]) == (390, 10)
-    reply = request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+    reply = request(subscription_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
     utilization = float(reply.header("anthropic-ratelimit-unified-5h-utilization") or 0)
     assert utilization > 0.97
-    missing = request(plan_sim.url, "POST", "/_sim/windows", {"name": "1h", "used": 1})
+    missing = request(subscription_sim.url, "POST", "/_sim/windows", {"name": "1h", "used": 1})
     assert missing.status == 404
     assert "windows: 5h" in missing.json()["error"]
-    assert request(plan_sim.url, "POST", "/_sim/windows", {"name": "5h", "used": -1}).status == 400
-    assert request(plan_sim.url, "POST", "/_sim/windows", {"name": "5h"}).status == 400
+    assert (
+        request(subscription_sim.url, "POST", "/_sim/windows", {"name": "5h", "used": -1}).status
+        == 400
+    )
+    assert request(subscription_sim.url, "POST", "/_sim/windows", {"name": "5h"}).status == 400

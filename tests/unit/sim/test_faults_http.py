@@ -26,7 +26,7 @@ from rungway.sim import (
 from .conftest import (
     ANTHROPIC_HEADERS,
     OPENAI_KEY,
-    PLAN_TOKEN,
+    SUBSCRIPTION_TOKEN,
     chat_body,
     connect,
     message_body,
@@ -37,10 +37,10 @@ OPENAI_AUTH = {"authorization": f"Bearer {OPENAI_KEY}"}
 
 
 @pytest.fixture
-def claude(plan_sim: SimUpstream) -> Iterator[anthropic.Anthropic]:
+def claude(subscription_sim: SimUpstream) -> Iterator[anthropic.Anthropic]:
     client = anthropic.Anthropic(
-        base_url=plan_sim.url,
-        auth_token=PLAN_TOKEN,
+        base_url=subscription_sim.url,
+        auth_token=SUBSCRIPTION_TOKEN,
         max_retries=0,
         default_headers={"anthropic-beta": "oauth-2025-04-20"},
     )
@@ -71,24 +71,32 @@ def read_partial(url: str, path: str, body: object, headers: dict[str, str]) -> 
 # --- http_error ---------------------------------------------------------------------------
 
 
-def test_anthropic_529_is_overloaded_error_without_quota_headers(plan_sim: SimUpstream) -> None:
-    plan_sim.push_fault(HttpErrorFault(status=529, retry_after_s=2.5))
-    response = request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+def test_anthropic_529_is_overloaded_error_without_quota_headers(
+    subscription_sim: SimUpstream,
+) -> None:
+    subscription_sim.push_fault(HttpErrorFault(status=529, retry_after_s=2.5))
+    response = request(
+        subscription_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS
+    )
     assert response.status == 529
     body = response.json()
     assert body["type"] == "error"
     assert body["error"] == {"type": "overloaded_error", "message": "Overloaded"}
     assert response.header("retry-after") == "3"
     assert not any(name.lower().startswith("anthropic-ratelimit") for name, _ in response.headers)
-    follow_up = request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+    follow_up = request(
+        subscription_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS
+    )
     assert follow_up.status == 200
 
 
-def test_non_quota_429_has_no_unified_headers_unless_asked(plan_sim: SimUpstream) -> None:
-    plan_sim.push_fault(HttpErrorFault(status=429))
-    plan_sim.push_fault(HttpErrorFault(status=429, quota_headers=True))
-    bare = request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
-    with_headers = request(plan_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+def test_non_quota_429_has_no_unified_headers_unless_asked(subscription_sim: SimUpstream) -> None:
+    subscription_sim.push_fault(HttpErrorFault(status=429))
+    subscription_sim.push_fault(HttpErrorFault(status=429, quota_headers=True))
+    bare = request(subscription_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS)
+    with_headers = request(
+        subscription_sim.url, "POST", "/v1/messages", message_body(), ANTHROPIC_HEADERS
+    )
     assert bare.status == with_headers.status == 429
     assert bare.json()["error"]["type"] == "rate_limit_error"
     assert bare.header("anthropic-ratelimit-unified-status") is None
@@ -96,9 +104,9 @@ def test_non_quota_429_has_no_unified_headers_unless_asked(plan_sim: SimUpstream
 
 
 def test_model_scoped_fault_fires_only_for_its_model(
-    plan_sim: SimUpstream, claude: anthropic.Anthropic
+    subscription_sim: SimUpstream, claude: anthropic.Anthropic
 ) -> None:
-    plan_sim.push_fault(HttpErrorFault(status=500, model="claude-fable-5", times=2))
+    subscription_sim.push_fault(HttpErrorFault(status=500, model="claude-fable-5", times=2))
     ok = claude.messages.create(
         model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
     )
@@ -110,7 +118,7 @@ def test_model_scoped_fault_fires_only_for_its_model(
             )
         assert isinstance(caught.value.body, dict)
         assert caught.value.body["error"]["type"] == "api_error"
-    assert plan_sim.state().faults == []
+    assert subscription_sim.state().faults == []
 
 
 def test_openai_529_becomes_503_server_error(openai_sim: SimUpstream, gpt: openai.OpenAI) -> None:
@@ -138,14 +146,14 @@ def test_openai_insufficient_quota_429(openai_sim: SimUpstream, gpt: openai.Open
 
 
 def test_timeout_fault_outlasts_an_impatient_client(
-    plan_sim: SimUpstream, claude: anthropic.Anthropic
+    subscription_sim: SimUpstream, claude: anthropic.Anthropic
 ) -> None:
-    plan_sim.push_fault(TimeoutFault(delay_s=1.0))
+    subscription_sim.push_fault(TimeoutFault(delay_s=1.0))
     with pytest.raises(anthropic.APITimeoutError):
         claude.with_options(timeout=0.2).messages.create(
             model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
         )
-    assert plan_sim.tally.by_model() == {}
+    assert subscription_sim.tally.by_model() == {}
 
 
 def test_timeout_fault_delays_then_answers_a_patient_client(openai_sim: SimUpstream) -> None:
@@ -160,9 +168,9 @@ def test_timeout_fault_delays_then_answers_a_patient_client(openai_sim: SimUpstr
 # --- disconnect ---------------------------------------------------------------------------
 
 
-def test_disconnect_before_responding_drops_the_connection(plan_sim: SimUpstream) -> None:
-    plan_sim.push_fault(DisconnectFault())
-    connection = connect(plan_sim.url)
+def test_disconnect_before_responding_drops_the_connection(subscription_sim: SimUpstream) -> None:
+    subscription_sim.push_fault(DisconnectFault())
+    connection = connect(subscription_sim.url)
     try:
         connection.request(
             "POST", "/v1/messages", body=orjson.dumps(message_body()), headers=ANTHROPIC_HEADERS
@@ -171,16 +179,16 @@ def test_disconnect_before_responding_drops_the_connection(plan_sim: SimUpstream
             connection.getresponse()
     finally:
         connection.close()
-    assert plan_sim.tally.by_model() == {}
-    assert plan_sim.state().window("5h").used == 0
+    assert subscription_sim.tally.by_model() == {}
+    assert subscription_sim.state().window("5h").used == 0
 
 
 def test_disconnect_mid_stream_leaves_whole_events_and_no_terminator(
-    plan_sim: SimUpstream,
+    subscription_sim: SimUpstream,
 ) -> None:
-    plan_sim.push_fault(DisconnectFault(after_events=4))
+    subscription_sim.push_fault(DisconnectFault(after_events=4))
     partial = read_partial(
-        plan_sim.url, "/v1/messages", message_body(stream=True), ANTHROPIC_HEADERS
+        subscription_sim.url, "/v1/messages", message_body(stream=True), ANTHROPIC_HEADERS
     )
     splitter = SseSplitter()
     events = splitter.feed(partial)
@@ -191,7 +199,7 @@ def test_disconnect_mid_stream_leaves_whole_events_and_no_terminator(
         "content_block_delta",
     ]
     assert splitter.pending == b""
-    assert plan_sim.tally.by_model() == {}
+    assert subscription_sim.tally.by_model() == {}
 
 
 def test_disconnect_mid_stream_surfaces_as_a_connection_error_in_the_sdk(
@@ -237,10 +245,12 @@ def test_disconnect_mid_stream_seen_by_aiohttp(openai_sim: SimUpstream) -> None:
 # --- stream_error -------------------------------------------------------------------------
 
 
-def test_anthropic_stream_error_is_an_error_event_inside_a_200(plan_sim: SimUpstream) -> None:
-    plan_sim.push_fault(StreamErrorFault(after_events=3))
+def test_anthropic_stream_error_is_an_error_event_inside_a_200(
+    subscription_sim: SimUpstream,
+) -> None:
+    subscription_sim.push_fault(StreamErrorFault(after_events=3))
     response = request(
-        plan_sim.url, "POST", "/v1/messages", message_body(stream=True), ANTHROPIC_HEADERS
+        subscription_sim.url, "POST", "/v1/messages", message_body(stream=True), ANTHROPIC_HEADERS
     )
     assert response.status == 200
     events = response.events()
@@ -254,13 +264,13 @@ def test_anthropic_stream_error_is_an_error_event_inside_a_200(plan_sim: SimUpst
         b'event: error\ndata: {"type":"error","error":'
         b'{"type":"overloaded_error","message":"Overloaded"}}\n\n'
     )
-    assert plan_sim.tally.by_model() == {}
+    assert subscription_sim.tally.by_model() == {}
 
 
 def test_anthropic_sdk_raises_on_the_in_stream_error(
-    plan_sim: SimUpstream, claude: anthropic.Anthropic
+    subscription_sim: SimUpstream, claude: anthropic.Anthropic
 ) -> None:
-    plan_sim.push_fault(StreamErrorFault(after_events=5))
+    subscription_sim.push_fault(StreamErrorFault(after_events=5))
     with (
         pytest.raises(anthropic.APIStatusError) as caught,
         claude.messages.stream(
@@ -304,10 +314,12 @@ def test_openai_sdk_raises_on_the_in_stream_error(
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_garbage_is_a_200_json_labelled_non_json_body(plan_sim: SimUpstream, stream: bool) -> None:
-    plan_sim.push_fault(GarbageFault())
+def test_garbage_is_a_200_json_labelled_non_json_body(
+    subscription_sim: SimUpstream, stream: bool
+) -> None:
+    subscription_sim.push_fault(GarbageFault())
     response = request(
-        plan_sim.url, "POST", "/v1/messages", message_body(stream=stream), ANTHROPIC_HEADERS
+        subscription_sim.url, "POST", "/v1/messages", message_body(stream=stream), ANTHROPIC_HEADERS
     )
     assert response.status == 200
     assert response.header("content-type") == "application/json"

@@ -20,18 +20,20 @@ from .conftest import (
     request,
 )
 
-PLAN_429 = "This request would exceed your account's rate limit. Please try again later."
+SUBSCRIPTION_429 = "This request would exceed your account's rate limit. Please try again later."
 OPENAI_AUTH = {"authorization": f"Bearer {OPENAI_KEY}"}
 
 
-def send_plan(sim: SimUpstream, model: str = "claude-sonnet-4-5") -> RawResponse:
+def send_subscription(sim: SimUpstream, model: str = "claude-sonnet-4-5") -> RawResponse:
     return request(sim.url, "POST", "/v1/messages", message_body(model=model), ANTHROPIC_HEADERS)
 
 
-def test_plan_window_warns_then_rejects_then_recovers_after_reset(plan_sim: SimUpstream) -> None:
+def test_plan_window_warns_then_rejects_then_recovers_after_reset(
+    subscription_sim: SimUpstream,
+) -> None:
     statuses: list[str | None] = []
     for _ in range(20):
-        response = send_plan(plan_sim)
+        response = send_subscription(subscription_sim)
         statuses.append(response.header("anthropic-ratelimit-unified-5h-status"))
         if response.status == 429:
             break
@@ -41,26 +43,26 @@ def test_plan_window_warns_then_rejects_then_recovers_after_reset(plan_sim: SimU
     assert statuses[-1] == "rejected"
     body = response.json()
     assert body["type"] == "error"
-    assert body["error"] == {"type": "rate_limit_error", "message": PLAN_429}
+    assert body["error"] == {"type": "rate_limit_error", "message": SUBSCRIPTION_429}
     assert response.header("anthropic-ratelimit-unified-status") == "rejected"
     assert response.header("anthropic-ratelimit-unified-representative-claim") == "five_hour"
     assert response.header("anthropic-ratelimit-unified-7d-status") == "allowed"
-    reset_at = plan_sim.state().window("5h").reset_at
+    reset_at = subscription_sim.state().window("5h").reset_at
     assert response.header("anthropic-ratelimit-unified-5h-reset") == str(int(reset_at))
-    now = plan_sim.fake_clock.now()
+    now = subscription_sim.fake_clock.now()
     assert response.header("retry-after") == str(round(reset_at - now))
 
-    plan_sim.fake_clock.advance(reset_at - now)
-    recovered = send_plan(plan_sim)
+    subscription_sim.fake_clock.advance(reset_at - now)
+    recovered = send_subscription(subscription_sim)
     assert recovered.status == 200
     assert recovered.header("anthropic-ratelimit-unified-status") == "allowed"
     assert recovered.header("anthropic-ratelimit-unified-5h-reset") == str(int(reset_at + 18000))
 
 
-def test_plan_429_reaches_the_sdk_as_rate_limit_error(plan_sim: SimUpstream) -> None:
-    plan_sim.push_fault(QuotaExhaustedFault())
+def test_plan_429_reaches_the_sdk_as_rate_limit_error(subscription_sim: SimUpstream) -> None:
+    subscription_sim.push_fault(QuotaExhaustedFault())
     client = anthropic.Anthropic(
-        base_url=plan_sim.url,
+        base_url=subscription_sim.url,
         auth_token="sk-ant-oat01-test-plan",
         max_retries=0,
         default_headers={"anthropic-beta": "oauth-2025-04-20"},
@@ -70,12 +72,12 @@ def test_plan_429_reaches_the_sdk_as_rate_limit_error(plan_sim: SimUpstream) -> 
             model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
         )
     assert caught.value.response.headers["anthropic-ratelimit-unified-status"] == "rejected"
-    assert plan_sim.state().window("5h").used == 400
-    assert plan_sim.tally.by_model() == {}
+    assert subscription_sim.state().window("5h").used == 400
+    assert subscription_sim.tally.by_model() == {}
 
 
-def test_model_scoped_window_rejects_only_its_model(plan_sim: SimUpstream) -> None:
-    responses = [send_plan(plan_sim, "claude-fable-5") for _ in range(4)]
+def test_model_scoped_window_rejects_only_its_model(subscription_sim: SimUpstream) -> None:
+    responses = [send_subscription(subscription_sim, "claude-fable-5") for _ in range(4)]
     assert [response.status for response in responses] == [200, 200, 200, 429]
     rejected = responses[-1]
     assert rejected.header("anthropic-ratelimit-unified-status") == "rejected"
@@ -84,7 +86,7 @@ def test_model_scoped_window_rejects_only_its_model(plan_sim: SimUpstream) -> No
     assert rejected.header("anthropic-ratelimit-unified-7d-status") == "allowed"
     assert rejected.header("anthropic-ratelimit-unified-representative-claim") == "seven_day_oi"
 
-    other = send_plan(plan_sim, "claude-sonnet-4-5")
+    other = send_subscription(subscription_sim, "claude-sonnet-4-5")
     assert other.status == 200
     assert other.header("anthropic-ratelimit-unified-status") == "allowed"
     assert other.header("anthropic-ratelimit-unified-7d_oi-status") is None
@@ -147,9 +149,9 @@ def test_openai_token_window_429_via_the_sdk(openai_sim: SimUpstream) -> None:
 
 
 def test_quota_header_names_alternate_between_lower_and_capitalised(
-    plan_sim: SimUpstream, openai_sim: SimUpstream
+    subscription_sim: SimUpstream, openai_sim: SimUpstream
 ) -> None:
-    plan = [send_plan(plan_sim), send_plan(plan_sim)]
+    plan = [send_subscription(subscription_sim), send_subscription(subscription_sim)]
     chat = [
         request(openai_sim.url, "POST", "/v1/chat/completions", chat_body(), OPENAI_AUTH)
         for _ in range(2)
@@ -168,8 +170,8 @@ def test_quota_header_names_alternate_between_lower_and_capitalised(
     assert any(name == "Anthropic-Ratelimit-Unified-Status" for name, _ in upper.headers)
 
 
-def test_windows_start_from_the_scenario_clock(plan_sim: SimUpstream) -> None:
-    state = plan_sim.state()
+def test_windows_start_from_the_scenario_clock(subscription_sim: SimUpstream) -> None:
+    state = subscription_sim.state()
     assert state.fake_clock
     assert state.now >= START
     assert state.window("5h").reset_at == state.now + 18000

@@ -18,7 +18,7 @@ from rungway.sim import (
     load_scenario,
 )
 
-from .conftest import plan_scenario
+from .conftest import subscription_scenario
 
 
 def test_the_builtin_scenarios_ship_and_load() -> None:
@@ -99,7 +99,7 @@ def test_provider_plan_scenarios_serve_their_usage_endpoints() -> None:
 
 
 def test_usage_endpoint_defaults_to_claude_only_for_plan_logins() -> None:
-    assert plan_scenario().usage_endpoint == "claude"
+    assert subscription_scenario().usage_endpoint == "claude"
     apikey = _with(auth={"kind": "x-api-key", "token": "k"})
     del apikey["usage_endpoint"]
     assert Scenario.model_validate(apikey).usage_endpoint == "none"
@@ -129,7 +129,7 @@ def test_yaml_with_clock_start_and_faults(tmp_path: Path) -> None:
 
 
 def _with(**changes: object) -> dict[str, object]:
-    raw = plan_scenario().model_dump(mode="json")
+    raw = subscription_scenario().model_dump(mode="json")
     raw.update(changes)
     return raw
 
@@ -171,6 +171,6 @@ def test_invalid_scenarios_are_rejected(raw: dict[str, object]) -> None:
 
 
 def test_scenarios_are_frozen() -> None:
-    scenario = plan_scenario()
+    scenario = subscription_scenario()
     with pytest.raises(ValidationError):
         scenario.name = "changed"

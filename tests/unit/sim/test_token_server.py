@@ -23,7 +23,7 @@ from rungway.sim import Scenario, SimUpstream
 from rungway.sim.oauth.token_spec import TokenFault
 
 START = 1_790_000_000.0
-PLAN_TOKEN = "sk-ant-oat01-sim-initial"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-sim-initial"
 
 
 def _sim(style: str, api: str = "anthropic", **oauth: Any) -> SimUpstream:
@@ -31,7 +31,7 @@ def _sim(style: str, api: str = "anthropic", **oauth: Any) -> SimUpstream:
         {
             "name": f"oauth-{style}",
             "api": api,
-            "auth": {"kind": "bearer", "token": PLAN_TOKEN},
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
             "models": [{"id": "m"}],
             "oauth": {"style": style, "refresh_token": "rt-initial", **oauth},
         }
@@ -67,13 +67,15 @@ def _message(sim: SimUpstream, token: str) -> int:
     return response.status_code
 
 
-CLAUDE_LOGIN = StoredCredential(kind="claude", access_token=PLAN_TOKEN, refresh_token="rt-initial")
+CLAUDE_LOGIN = StoredCredential(
+    kind="claude", access_token=SUBSCRIPTION_TOKEN, refresh_token="rt-initial"
+)
 
 
 def test_an_issued_claude_token_is_accepted_and_the_expired_one_refused(
     claude: SimUpstream,
 ) -> None:
-    assert _message(claude, PLAN_TOKEN) == 200
+    assert _message(claude, SUBSCRIPTION_TOKEN) == 200
     renewed = _refresh(claude, CLAUDE_LOGIN, "/v1/oauth/token")
     assert isinstance(renewed, Renewed)
     assert renewed.access_token.startswith("sk-ant-oat01-sim-")
@@ -82,7 +84,7 @@ def test_an_issued_claude_token_is_accepted_and_the_expired_one_refused(
     assert _message(claude, renewed.access_token) == 200
     assert claude.oauth is not None
     claude.oauth.expire_access_tokens()
-    assert _message(claude, PLAN_TOKEN) == 401
+    assert _message(claude, SUBSCRIPTION_TOKEN) == 401
     assert _message(claude, renewed.access_token) == 401
 
 
@@ -102,7 +104,9 @@ def test_an_unknown_refresh_token_is_invalid_grant_and_faults_come_first(
 
 def test_codex_rotates_refresh_tokens_and_refuses_a_reused_one() -> None:
     with _sim("codex", api="responses") as sim:
-        login = StoredCredential(kind="codex", access_token=PLAN_TOKEN, refresh_token="rt-initial")
+        login = StoredCredential(
+            kind="codex", access_token=SUBSCRIPTION_TOKEN, refresh_token="rt-initial"
+        )
         first = _refresh(sim, login, "/oauth/token")
         assert isinstance(first, Renewed)
         assert first.credential.refresh_token not in (None, "rt-initial")
