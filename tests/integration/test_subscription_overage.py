@@ -113,9 +113,9 @@ def _cheap() -> Scenario:
 @dataclass
 class World:
     clock: FakeClock
-    plan: SimUpstream
+    subscription: SimUpstream
     other: SimUpstream
-    plan_id: str
+    subscription_id: str
     model: str
     url: str
     ledger: Path
@@ -132,7 +132,7 @@ class World:
 
     def inferences(self) -> list[str]:
         """The plan's generation requests (its usage reads left out)."""
-        return [r.path for r in self.plan.requests if "usage" not in r.path]
+        return [r.path for r in self.subscription.requests if "usage" not in r.path]
 
     def rows(self) -> list[dict[str, Any]]:
         self.flush()
@@ -142,31 +142,40 @@ class World:
         response = httpx.get(f"{self.url}/admin/connections")
         response.raise_for_status()
         entries: list[dict[str, Any]] = response.json()["connections"]
-        return next(entry for entry in entries if entry["id"] == self.plan_id)
+        return next(entry for entry in entries if entry["id"] == self.subscription_id)
 
 
 def _world(tmp_path: Path, vendor: str) -> Iterator[World]:
     clock = FakeClock(START)
     if vendor == "claude":
-        plan, other = SimUpstream(_claude_subscription(), clock), SimUpstream(_claude_api(), clock)
+        subscription, other = (
+            SimUpstream(_claude_subscription(), clock),
+            SimUpstream(_claude_api(), clock),
+        )
     else:
-        plan, other = SimUpstream(_codex_subscription(), clock), SimUpstream(_cheap(), clock)
-    with plan, other:
+        subscription, other = (
+            SimUpstream(_codex_subscription(), clock),
+            SimUpstream(_cheap(), clock),
+        )
+    with subscription, other:
         if vendor == "claude":
-            plan_entry = {
+            subscription_entry = {
                 "provider": "anthropic",
-                "base_url": plan.url,
+                "base_url": subscription.url,
                 "token": SUBSCRIPTION_TOKEN,
             }
             other_entry = {"provider": "anthropic", "auth": "apikey", "base_url": other.url}
             secrets, model = (SUBSCRIPTION_TOKEN, API_KEY), "claude-sonnet-4-5"
         else:
-            plan_entry = {"provider": "codex", "base_url": f"{plan.url}/backend-api/codex"}
+            subscription_entry = {
+                "provider": "codex",
+                "base_url": f"{subscription.url}/backend-api/codex",
+            }
             other_entry = {"provider": "deepseek", "auth": "apikey", "base_url": f"{other.url}/v1"}
             secrets, model = (CODEX_TOKEN, CHEAP_KEY), "gpt-5-codex"
         (tmp_path / "plan").write_text(secrets[0])
         (tmp_path / "other").write_text(secrets[1])
-        plan_id = f"{vendor}-plan"
+        subscription_id = f"{vendor}-plan"
         settings = parse_settings(
             {
                 "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
@@ -174,11 +183,11 @@ def _world(tmp_path: Path, vendor: str) -> Iterator[World]:
                 "ladder": {"rung_budget_usd": {"cheap": 10, "premium": 10}},
                 "connections": [
                     {
-                        "id": plan_id,
-                        "provider": plan_entry["provider"],
+                        "id": subscription_id,
+                        "provider": subscription_entry["provider"],
                         "auth": "oauth",
                         "credential": {"file": str(tmp_path / "plan")},
-                        "base_url": plan_entry["base_url"],
+                        "base_url": subscription_entry["base_url"],
                         "models": [model],
                     },
                     {
@@ -198,9 +207,9 @@ def _world(tmp_path: Path, vendor: str) -> Iterator[World]:
         with BackgroundServer(uvicorn_config(gateway.app), "gateway") as server:
             yield World(
                 clock,
-                plan,
+                subscription,
                 other,
-                plan_id,
+                subscription_id,
                 model,
                 server.url,
                 tmp_path / "ledger.sqlite3",
@@ -221,7 +230,7 @@ def test_a_plan_that_bills_past_its_quota_never_serves_subscription(world: World
     assert "overage" in refused.text
     assert world.inferences() == []
     # The window spent: still nothing reaches the plan through auto/subscription.
-    world.plan.set_window_used("5h", 3)
+    world.subscription.set_window_used("5h", 3)
     for _ in range(3):
         assert world.send("auto/subscription").status_code in (429, 503)
     assert world.inferences() == []
@@ -232,25 +241,25 @@ def test_a_plan_that_bills_past_its_quota_never_serves_subscription(world: World
 
 def test_the_response_headers_alone_keep_the_plan_out_of_subscription(world: World) -> None:
     # A request named for the plan reads its headers; no usage read is needed after it.
-    assert world.served_by(f"{world.plan_id}/{world.model}") == world.plan_id
+    assert world.served_by(f"{world.subscription_id}/{world.model}") == world.subscription_id
     assert world.send("auto/subscription").status_code in (429, 503)
     assert len(world.inferences()) == 1
-    assert [r.path for r in world.plan.requests if "usage" in r.path] == []
+    assert [r.path for r in world.subscription.requests if "usage" in r.path] == []
 
 
 def test_a_request_served_past_the_quota_costs_list_price_and_thrifty_moves_on(
     world: World,
 ) -> None:
-    assert world.served_by("auto/thrifty") == world.plan_id
+    assert world.served_by("auto/thrifty") == world.subscription_id
     # The window runs out behind the gateway's back (another client of the same login).
-    world.plan.set_window_used("5h", 3)
-    assert world.served_by("auto/thrifty") == world.plan_id, "the reading still showed room"
+    world.subscription.set_window_used("5h", 3)
+    assert world.served_by("auto/thrifty") == world.subscription_id, "the reading still showed room"
     assert world.served_by("auto/thrifty") == "other", "the answer said the window is spent"
     assert world.served_by("auto/thrifty") == "other"
     assert len(world.inferences()) == 2, "one request only was served past the window"
     first, past, *moved = reversed(world.rows())  # newest first
     assert (first["rung"], first["cost_usd"]) == ("subscription", 0.0)
-    provider = "anthropic" if world.plan_id == "claude-plan" else "codex"
+    provider = "anthropic" if world.subscription_id == "claude-plan" else "codex"
     rates = rates_for(provider, world.model)
     assert rates is not None
     tokens = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

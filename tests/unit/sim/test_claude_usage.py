@@ -1,4 +1,4 @@
-"""The simulated plan usage endpoint reports percent and ISO resets, and rate-limits itself."""
+"""The simulated Claude usage endpoint reports percent and ISO resets, and rate-limits itself."""
 
 from __future__ import annotations
 
