@@ -33,7 +33,7 @@ HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 @dataclass
 class World:
     clock: FakeClock
-    plan: SimUpstream
+    subscription: SimUpstream
     api: SimUpstream
     gateway: Gateway
     url: str
@@ -49,7 +49,7 @@ class World:
         return raw.headers["x-rungway-connection"]
 
 
-def _plan(clock_start: float) -> Scenario:
+def _subscription(clock_start: float) -> Scenario:
     return Scenario.model_validate(
         {
             "name": "quota-plan",
@@ -93,11 +93,11 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
     marker = request.node.get_closest_marker("poll_interval_s")
     poll_interval_s = marker.args[0] if marker else 0
     clock = FakeClock(START)
-    plan = SimUpstream(_plan(START), clock)
+    subscription = SimUpstream(_subscription(START), clock)
     api = SimUpstream(_api())
     (tmp_path / "plan").write_text(SUBSCRIPTION_TOKEN)
     (tmp_path / "api").write_text(API_KEY)
-    with plan, api:
+    with subscription, api:
         settings = parse_settings(
             {
                 "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
@@ -110,7 +110,7 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
                         "provider": "anthropic",
                         "auth": "oauth",
                         "credential": {"file": str(tmp_path / "plan")},
-                        "base_url": plan.url,
+                        "base_url": subscription.url,
                         "models": ["claude-sonnet-4-5", "claude-fable-5"],
                     },
                     {
@@ -126,7 +126,7 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[World]:
         )
         gateway = build_gateway(settings, read_secrets(settings), clock=clock)
         with BackgroundServer(uvicorn_config(gateway.app), "gateway") as server:
-            yield World(clock, plan, api, gateway, server.url, tmp_path / "ledger.sqlite3")
+            yield World(clock, subscription, api, gateway, server.url, tmp_path / "ledger.sqlite3")
 
 
 def test_plan_exhausts_thrifty_escalates_and_returns_on_the_first_request_after_reset(
@@ -138,14 +138,14 @@ def test_plan_exhausts_thrifty_escalates_and_returns_on_the_first_request_after_
     assert served[first_paid:] == ["api"] * (10 - first_paid)
     # The plan's last answer already said its 5h window was spent: the ladder asks it no
     # more, so not a single request is wasted on a refusal.
-    assert len(world.plan.requests) == first_paid
+    assert len(world.subscription.requests) == first_paid
     state = world.gateway.quota.connection_states(world.clock.now())["plan"]  # type: ignore[union-attr]
     reset = next(w.resets_at for w in state.windows if w.name == "5h")
     assert reset is not None
 
     world.clock.set(reset)
     assert world.send() == "plan", "the first request after the reset goes back to the plan"
-    assert len(world.plan.requests) == first_paid + 1
+    assert len(world.subscription.requests) == first_paid + 1
 
 
 def test_a_429_cooldown_whose_backoff_overshoots_the_reset_ends_at_the_reset(
@@ -199,14 +199,14 @@ def test_subscription_on_a_cold_start_verifies_inline_and_serves_from_the_plan(
     world: World,
 ) -> None:
     assert world.send("auto/subscription") == "plan"
-    assert [request.path for request in world.plan.requests] == [
+    assert [request.path for request in world.subscription.requests] == [
         "/api/oauth/usage",
         "/v1/messages",
     ]
     assert world.api.requests == []
     # Verified once: the next request needs no second poll.
     assert world.send("auto/subscription") == "plan"
-    assert _usage_polls(world.plan) == 1
+    assert _usage_polls(world.subscription) == 1
 
 
 @pytest.mark.poll_interval_s(3600)
@@ -218,11 +218,11 @@ def test_background_polls_read_the_plan_at_start_and_right_after_a_reset(world: 
     while "plan" not in board.connection_states(world.clock.now()):
         assert time.monotonic() < deadline, "the start-up poll never reached the board"
         time.sleep(0.05)
-    assert _usage_polls(world.plan) == 1
+    assert _usage_polls(world.subscription) == 1
     state = board.connection_states(world.clock.now())["plan"]
     reset = min(w.resets_at for w in state.windows if w.resets_at is not None)
     world.clock.set(reset + 1)
     deadline = time.monotonic() + 5
-    while _usage_polls(world.plan) < 2 and time.monotonic() < deadline:
+    while _usage_polls(world.subscription) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _usage_polls(world.plan) == 2
+    assert _usage_polls(world.subscription) == 2

@@ -42,7 +42,7 @@ POLL_INTERVAL_S = 2.0
 HELLO = [{"role": "user", "content": "Say hello."}]
 
 
-def _plan() -> Scenario:
+def _subscription() -> Scenario:
     # Real time, a short window three answers empty: the reset comes within the test.
     return Scenario.model_validate(
         {
@@ -80,7 +80,7 @@ def _openai(name: str, token: str) -> Scenario:
 
 @dataclass
 class Sims:
-    plan: SimUpstream
+    subscription: SimUpstream
     cheap: SimUpstream
     backup: SimUpstream
 
@@ -89,17 +89,17 @@ class Sims:
         return sum(1 for r in sim.requests if r.method == "POST")
 
     def usage_polls(self) -> int:
-        return sum(1 for r in self.plan.requests if r.path == "/api/oauth/usage")
+        return sum(1 for r in self.subscription.requests if r.path == "/api/oauth/usage")
 
 
 @pytest.fixture
 def sims() -> Iterator[Sims]:
     with (
-        SimUpstream(_plan()) as plan,
+        SimUpstream(_subscription()) as subscription,
         SimUpstream(_openai("replicas-cheap", CHEAP_KEY)) as cheap,
         SimUpstream(_openai("replicas-backup", BACKUP_KEY)) as backup,
     ):
-        yield Sims(plan, cheap, backup)
+        yield Sims(subscription, cheap, backup)
 
 
 def _port() -> int:
@@ -192,7 +192,7 @@ def cluster(sims: Sims, tmp_path: Path, redis_prefix: str, pg_schema: str) -> It
         "quota": {"poll_interval_s": POLL_INTERVAL_S},
         "ladder": {"rung_budget_usd": {"cheap": 0.002, "premium": 0}},
         "connections": [
-            connection("plan", "anthropic", "oauth", sims.plan.url, CLAUDE),
+            connection("plan", "anthropic", "oauth", sims.subscription.url, CLAUDE),
             connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
             connection("backup", "deepseek", "apikey", sims.backup.url + "/v1", DEEPSEEK),
         ],
@@ -277,13 +277,13 @@ def test_a_plan_spent_through_one_replica_is_spent_for_all_until_its_reset(
                 break
         else:
             raise AssertionError("the plan never ran out")
-        subscription_posts = sims.posts(sims.plan)
+        subscription_posts = sims.posts(sims.subscription)
         # B and C learned it from A: neither sends the plan a single request.
         for url in (second, third) * 3:
             answer = _chat(url, "auto/thrifty", client)
             assert answer.status_code == 200, answer.text
             assert answer.headers["x-rungway-rung"] == "cheap"
-        assert sims.posts(sims.plan) == subscription_posts
+        assert sims.posts(sims.subscription) == subscription_posts
         # After the reset every replica's first request goes back to the plan.
         time.sleep(SUBSCRIPTION_WINDOW_S + 0.5)
         for url in cluster.urls:

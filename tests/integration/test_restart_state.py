@@ -46,7 +46,7 @@ def _scenario(name: str, **fields: Any) -> Scenario:
 @pytest.fixture
 def sims() -> Iterator[Sims]:
     clock = FakeClock(START)
-    plan = _scenario(
+    subscription = _scenario(
         "restart-plan",
         quota_headers="anthropic-unified",
         auth={"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
@@ -55,7 +55,7 @@ def sims() -> Iterator[Sims]:
     api = _scenario(
         "api", quota_headers="anthropic-apikey", auth={"kind": "x-api-key", "token": API_KEY}
     )
-    with SimUpstream(plan, clock) as subscription_sim, SimUpstream(api, clock) as api_sim:
+    with SimUpstream(subscription, clock) as subscription_sim, SimUpstream(api, clock) as api_sim:
         yield clock, subscription_sim, api_sim
 
 
@@ -73,7 +73,7 @@ class Running:
         )
         return raw.headers["x-rungway-connection"]
 
-    def plan(self) -> dict[str, Any]:
+    def subscription(self) -> dict[str, Any]:
         """The plan connection as `/admin/connections` shows it."""
         listed = self.admin.get("/admin/connections").raise_for_status().json()["connections"]
         found: dict[str, Any] = next(c for c in listed if c["id"] == "plan")
@@ -83,7 +83,7 @@ class Running:
 @contextmanager
 def gateway(tmp_path: Path, sims: Sims) -> Iterator[Running]:
     """A gateway on the test's ledger; stopping it is a clean shutdown."""
-    clock, plan, api = sims
+    clock, subscription, api = sims
     (tmp_path / "plan").write_text(SUBSCRIPTION_TOKEN)
     (tmp_path / "api").write_text(API_KEY)
     settings = parse_settings(
@@ -104,7 +104,10 @@ def gateway(tmp_path: Path, sims: Sims) -> Iterator[Running]:
                     "base_url": sim.url,
                     "models": ["claude-sonnet-4-5"],
                 }
-                for connection_id, auth, sim in (("plan", "oauth", plan), ("api", "apikey", api))
+                for connection_id, auth, sim in (
+                    ("plan", "oauth", subscription),
+                    ("api", "apikey", api),
+                )
             ],
         }
     )
@@ -120,10 +123,12 @@ def gateway(tmp_path: Path, sims: Sims) -> Iterator[Running]:
 
 def _subscription_at(sims: Sims, running: Running, remaining_percent: float) -> None:
     """Steer the plan's weekly window and have the gateway read it from the usage endpoint."""
-    clock, plan, _ = sims
+    clock, subscription, _ = sims
     clock.advance(150)  # the usage endpoint allows about 30 reads an hour
     used = round(CAPACITY * (100 - remaining_percent) / 100)
-    httpx.post(f"{plan.url}/_sim/windows", json={"name": "7d", "used": used}).raise_for_status()
+    httpx.post(
+        f"{subscription.url}/_sim/windows", json={"name": "7d", "used": used}
+    ).raise_for_status()
     running.admin.post("/admin/connections/plan/refresh-quota").raise_for_status()
 
 
@@ -132,32 +137,34 @@ def test_a_disable_holds_across_a_restart_until_enabled(tmp_path: Path, sims: Si
         first.admin.post("/admin/connections/plan/disable").raise_for_status()
         assert first.served() == "api"
     with gateway(tmp_path, sims) as second:
-        assert second.plan()["disabled"] is True
+        assert second.subscription()["disabled"] is True
         assert second.served() == "api"
         second.admin.post("/admin/connections/plan/enable").raise_for_status()
         assert second.served() == "plan"
     with gateway(tmp_path, sims) as third:
-        assert third.plan()["disabled"] is False
+        assert third.subscription()["disabled"] is False
         assert third.served() == "plan"
 
 
 def test_a_cooldown_survives_a_restart_and_ends_on_time(tmp_path: Path, sims: Sims) -> None:
-    clock, plan, _ = sims
+    clock, subscription, _ = sims
     fault = {"kind": "http_error", "status": 429, "error_type": "rate_limit_error"}
-    httpx.post(f"{plan.url}/_sim/faults", json={**fault, "retry_after_s": 600}).raise_for_status()
+    httpx.post(
+        f"{subscription.url}/_sim/faults", json={**fault, "retry_after_s": 600}
+    ).raise_for_status()
     with gateway(tmp_path, sims) as first:
         assert first.served() == "api", "the plan's 429 falls through"
-        until = first.plan()["cooldown_until"]
+        until = first.subscription()["cooldown_until"]
         assert until == START + 600
     clock.advance(300)
     with gateway(tmp_path, sims) as second:
-        assert second.plan()["cooldown_until"] == until
+        assert second.subscription()["cooldown_until"] == until
         assert second.served() == "api"
         clock.advance(299)
         assert second.served() == "api"
         clock.advance(2)
         assert second.served() == "plan"
-        assert second.plan()["cooldown_until"] is None
+        assert second.subscription()["cooldown_until"] is None
 
 
 def test_hysteresis_survives_a_restart(tmp_path: Path, sims: Sims) -> None:
@@ -183,7 +190,7 @@ def test_a_corrupt_state_file_starts_clean_with_a_warning(
         first.admin.post("/admin/connections/plan/disable").raise_for_status()
     assert f"{path} cannot be read" in caplog.text
     with gateway(tmp_path, sims) as second:
-        assert second.plan()["disabled"] is True, "the new file keeps state again"
+        assert second.subscription()["disabled"] is True, "the new file keeps state again"
 
 
 def test_a_missing_state_file_starts_clean_with_a_warning(
@@ -195,6 +202,6 @@ def test_a_missing_state_file_starts_clean_with_a_warning(
     assert path.exists()
     path.unlink()
     with caplog.at_level(logging.WARNING, "rungway.quota"), gateway(tmp_path, sims) as second:
-        assert second.plan()["disabled"] is False
+        assert second.subscription()["disabled"] is False
         assert second.served() == "plan"
     assert f"{path} is missing" in caplog.text

@@ -27,10 +27,12 @@ def _served_by(gateway: RunningGateway) -> str:
     return raw.headers["x-rungway-connection"]
 
 
-def _plan(gateway: RunningGateway) -> dict[str, Any]:
+def _subscription_connection(gateway: RunningGateway) -> dict[str, Any]:
     response = httpx.get(f"{gateway.url}/admin/connections")
-    plan: dict[str, Any] = next(c for c in response.json()["connections"] if c["id"] == "plan")
-    return plan
+    subscription: dict[str, Any] = next(
+        c for c in response.json()["connections"] if c["id"] == "plan"
+    )
+    return subscription
 
 
 def _soon(check: Callable[[], bool]) -> None:
@@ -53,20 +55,20 @@ def test_a_disable_and_a_cooldown_on_one_gateway_hold_on_another_and_after_a_res
     a, b = gateway("a"), gateway("b")
     assert _served_by(b) == "plan"
     assert httpx.post(f"{a.url}/admin/connections/plan/disable").is_success
-    _soon(lambda: _plan(b)["disabled"])
+    _soon(lambda: _subscription_connection(b)["disabled"])
     assert _served_by(b) == "cheap", "B steps past the plan A's operator disabled"
 
     assert httpx.post(f"{b.url}/admin/connections/plan/enable").is_success
-    _soon(lambda: not _plan(a)["disabled"])
+    _soon(lambda: not _subscription_connection(a)["disabled"])
     sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert _served_by(a) == "cheap", "the plan's 529 falls through on A"
-    _soon(lambda: _plan(b)["cooldown_until"] is not None)
+    _soon(lambda: _subscription_connection(b)["cooldown_until"] is not None)
     asked = len(sims.plan.requests)
     assert _served_by(b) == "cheap"
     assert len(sims.plan.requests) == asked, "B sends the resting plan nothing"
 
     # A gateway started now begins with the plan resting, before its first request.
     c = gateway("c")
-    assert _plan(c)["cooldown_until"] is not None
+    assert _subscription_connection(c)["cooldown_until"] is not None
     assert _served_by(c) == "cheap"
     assert len(sims.plan.requests) == asked

@@ -24,7 +24,7 @@ INTERVAL_S = 300.0
 SETTINGS = LadderSettings(rung_budget_usd={"cheap": None, "premium": None})
 
 
-def _plan() -> Scenario:
+def _subscription() -> Scenario:
     return Scenario.model_validate(
         {
             "name": "shared-plan",
@@ -44,12 +44,12 @@ class Poller:
     poller: UsagePoller
 
 
-def _usage_polls(plan: SimUpstream) -> int:
-    return sum(1 for request in plan.requests if request.path == "/api/oauth/usage")
+def _usage_polls(subscription: SimUpstream) -> int:
+    return sum(1 for request in subscription.requests if request.path == "/api/oauth/usage")
 
 
 async def _pollers(
-    prefix: str, plan: SimUpstream, clock: FakeClock, session: aiohttp.ClientSession
+    prefix: str, subscription: SimUpstream, clock: FakeClock, session: aiohttp.ClientSession
 ) -> list[Poller]:
     async def fetch(
         url: str, headers: Mapping[str, str], deadline_s: float
@@ -60,7 +60,7 @@ async def _pollers(
 
     target = PollTarget(
         "plan",
-        f"{plan.url}/api/oauth/usage",
+        f"{subscription.url}/api/oauth/usage",
         {"authorization": f"Bearer {TOKEN}", "anthropic-beta": OAUTH_BETA},
         lambda body, now: read_claude_usage(body, now=now),
     )
@@ -85,9 +85,9 @@ def test_three_replicas_poll_a_plan_once_per_interval_and_all_use_the_reading(
 ) -> None:
     clock = FakeClock(START)
 
-    async def run(plan: SimUpstream) -> None:
+    async def run(subscription: SimUpstream) -> None:
         async with aiohttp.ClientSession() as session:
-            pollers = await _pollers(redis_prefix, plan, clock, session)
+            pollers = await _pollers(redis_prefix, subscription, clock, session)
             # Every replica's background loop runs against the same fake instant.
             loops = [
                 asyncio.get_running_loop().create_task(p.poller.run(tick_s=0.01)) for p in pollers
@@ -101,22 +101,22 @@ def test_three_replicas_poll_a_plan_once_per_interval_and_all_use_the_reading(
             await eventually(all_read)
             # A few more ticks of every loop: none polls again.
             await asyncio.sleep(0.1)
-            assert _usage_polls(plan) == 1
+            assert _usage_polls(subscription) == 1
             clock.advance(INTERVAL_S - 1)
             await asyncio.sleep(0.1)
-            assert _usage_polls(plan) == 1, "no second poll within the interval"
+            assert _usage_polls(subscription) == 1, "no second poll within the interval"
             clock.advance(1)
-            await eventually(lambda: _usage_polls(plan) >= 2)
+            await eventually(lambda: _usage_polls(subscription) >= 2)
             await asyncio.sleep(0.1)
-            assert _usage_polls(plan) == 2
+            assert _usage_polls(subscription) == 2
             for task in loops:
                 task.cancel()
             await asyncio.gather(*loops, return_exceptions=True)
             for p in pollers:
                 await p.replica.stop()
 
-    with SimUpstream(_plan(), clock) as plan:
-        asyncio.run(run(plan))
+    with SimUpstream(_subscription(), clock) as subscription:
+        asyncio.run(run(subscription))
 
 
 def test_a_cold_verify_on_three_replicas_polls_once_and_each_serves_the_reading(
@@ -124,19 +124,19 @@ def test_a_cold_verify_on_three_replicas_polls_once_and_each_serves_the_reading(
 ) -> None:
     clock = FakeClock(START)
 
-    async def run(plan: SimUpstream) -> None:
+    async def run(subscription: SimUpstream) -> None:
         async with aiohttp.ClientSession() as session:
-            pollers = await _pollers(redis_prefix, plan, clock, session)
+            pollers = await _pollers(redis_prefix, subscription, clock, session)
             await asyncio.gather(*(p.poller.verify(["plan"]) for p in pollers))
-            assert _usage_polls(plan) == 1
+            assert _usage_polls(subscription) == 1
             for p in pollers:
                 assert not p.poller.needs_reading("plan", clock.now()), "each has a fresh reading"
             # Later, with every reading stale, the next verify polls once more.
             clock.advance(SETTINGS.max_state_age_s + 1)
             await asyncio.gather(*(p.poller.verify(["plan"]) for p in pollers))
-            assert _usage_polls(plan) == 2
+            assert _usage_polls(subscription) == 2
             for p in pollers:
                 await p.replica.stop()
 
-    with SimUpstream(_plan(), clock) as plan:
-        asyncio.run(run(plan))
+    with SimUpstream(_subscription(), clock) as subscription:
+        asyncio.run(run(subscription))
