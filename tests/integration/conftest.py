@@ -57,19 +57,19 @@ def _scenario(name: str, api: str, headers: str, auth: dict[str, str], model: st
 class Upstreams:
     """The session's simulated upstreams."""
 
-    plan: SimUpstream
+    subscription: SimUpstream
     api: SimUpstream
     cheap: SimUpstream
     backup: SimUpstream
 
     def all(self) -> list[SimUpstream]:
-        return [self.plan, self.api, self.cheap, self.backup]
+        return [self.subscription, self.api, self.cheap, self.backup]
 
 
 @pytest.fixture(scope="session")
 def upstreams() -> Iterator[Upstreams]:
     sims = Upstreams(
-        plan=SimUpstream(
+        subscription=SimUpstream(
             _scenario(
                 "plan",
                 "anthropic",
@@ -166,7 +166,12 @@ def start_gateway(sims: Upstreams, tmp_path: Path) -> Iterator[StartGateway]:
             "ledger": {"path": str(ledger_path)},
             "connections": [
                 _connection(
-                    "plan", "anthropic", "oauth", url=sims.plan.url, model=CLAUDE, folder=tmp_path
+                    "plan",
+                    "anthropic",
+                    "oauth",
+                    url=sims.subscription.url,
+                    model=CLAUDE,
+                    folder=tmp_path,
                 ),
                 _connection(
                     "api", "anthropic", "apikey", url=sims.api.url, model=CLAUDE, folder=tmp_path

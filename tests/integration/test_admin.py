@@ -65,7 +65,7 @@ def test_an_operator_clears_a_cooldown_from_the_cli(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert _served_by(gateway) == "cheap", "the plan's 529 falls through to the next rung"
     cooling = _connections(gateway)["plan"]
     assert cooling["cooldown_until"] is not None
@@ -116,7 +116,7 @@ def test_refresh_quota_reads_a_plan_usage_endpoint_now(
     windows = response.json()["windows"]
     assert [window["name"] for window in windows] == ["5h"]
     assert {window["source"] for window in windows} == {"poll"}
-    assert [request.path for request in sims.plan.requests] == ["/api/oauth/usage"]
+    assert [request.path for request in sims.subscription.requests] == ["/api/oauth/usage"]
 
 
 def test_an_admin_key_guards_the_admin_api(
@@ -141,7 +141,7 @@ def test_recent_requests_list_newest_first_and_open_with_their_route_plan(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert _served_by(gateway) == "cheap"
     assert _served_by(gateway, "fast") == "cheap"
     listed = httpx.get(f"{gateway.url}/admin/requests")
@@ -228,7 +228,7 @@ def test_a_disabled_connection_leaves_the_ladder_and_named_models_until_enabled(
         client.messages.create(model="auto/subscription", max_tokens=64, messages=HELLO)
     assert refused.value.status_code == 503
     assert "disabled" in str(refused.value.body)
-    assert sims.plan.requests == [], "not even its usage endpoint is read"
+    assert sims.subscription.requests == [], "not even its usage endpoint is read"
     named = httpx.get(
         f"{gateway.url}/admin/requests/{_requests(gateway, limit='2')[1]['request_id']}"
     )

@@ -27,7 +27,7 @@ def test_message_goes_to_the_plan_with_the_plans_own_credential(
     assert message.usage.output_tokens == 24
     assert raw.headers["x-rungway-connection"] == "plan"
 
-    received = sims.plan.requests[-1]
+    received = sims.subscription.requests[-1]
     assert received.header("authorization") == f"Bearer {SUBSCRIPTION_TOKEN}"
     assert received.header("x-api-key") is None
     assert received.header("anthropic-beta") == "claude-code-20250219,oauth-2025-04-20"
@@ -55,7 +55,7 @@ def test_stream_with_beta_query_as_claude_code_sends_it(
     assert len(text.split()) == 24
     assert final.stop_reason == "end_turn"
     assert final.usage.output_tokens == 24
-    received = sims.plan.requests[-1]
+    received = sims.subscription.requests[-1]
     assert received.query == "beta=true"
     assert received.body["model"] == CLAUDE
     (row,) = gateway.rows()
@@ -72,7 +72,7 @@ def test_count_tokens_is_answered_by_the_upstream(
         model=CLAUDE, messages=[{"role": "user", "content": "How many tokens is this?"}]
     )
     assert count.input_tokens > 0
-    assert sims.plan.requests[-1].path == "/v1/messages/count_tokens"
+    assert sims.subscription.requests[-1].path == "/v1/messages/count_tokens"
     assert gateway.rows() == []
 
 

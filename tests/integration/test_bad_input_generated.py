@@ -381,7 +381,9 @@ def test_thousands_of_malformed_requests_get_400s_and_reach_nothing(
     # The standard upstreams (the gateway writes their secrets), and one speaking Responses.
     (tmp_path / "responses.secret").write_text(RESPONSES_KEY)
     connections = [
-        _connection("plan", "anthropic", "oauth", url=sims.plan.url, model=CLAUDE, folder=tmp_path),
+        _connection(
+            "plan", "anthropic", "oauth", url=sims.subscription.url, model=CLAUDE, folder=tmp_path
+        ),
         _connection("api", "anthropic", "apikey", url=sims.api.url, model=CLAUDE, folder=tmp_path),
         _connection(
             "cheap",

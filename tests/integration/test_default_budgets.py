@@ -23,7 +23,7 @@ def test_thrifty_without_a_ladder_section_never_climbs_to_premium(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway(ladder={})
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
         raw = client.messages.with_raw_response.create(
             model="auto/thrifty", max_tokens=64, messages=HELLO

@@ -115,8 +115,8 @@ def test_doctor_asks_each_api_for_its_models_and_names_the_base_url_meant(
         [
             connection("cheap", "deepseek", "apikey", f"{sims.cheap.url}/v1"),
             connection("bare", "openai-compatible", "apikey", sims.cheap.url),
-            connection("plan", "anthropic", "oauth", sims.plan.url),
-            connection("planv1", "anthropic", "oauth", f"{sims.plan.url}/v1"),
+            connection("plan", "anthropic", "oauth", sims.subscription.url),
+            connection("planv1", "anthropic", "oauth", f"{sims.subscription.url}/v1"),
         ],
     )
     checked = _doctor("--config", str(config), cwd=tmp_path)
@@ -132,16 +132,16 @@ def test_doctor_asks_each_api_for_its_models_and_names_the_base_url_meant(
     )
     assert "includes the version path" in lines[bare + 1]
     assert (
-        f"OK   connection plan: {sims.plan.url}/v1/models answers HTTP 401: "
+        f"OK   connection plan: {sims.subscription.url}/v1/models answers HTTP 401: "
         "the Anthropic Messages API is there (credentials not checked)"
     ) in lines
     planv1 = lines.index(
-        f"FAIL connection planv1: {sims.plan.url}/v1/v1/models answers HTTP 404: "
-        f"did you mean {sims.plan.url}?"
+        f"FAIL connection planv1: {sims.subscription.url}/v1/v1/models answers HTTP 404: "
+        f"did you mean {sims.subscription.url}?"
     )
     assert "leaves out the version path" in lines[planv1 + 1]
     assert "2 failed" in lines[-1]
-    asked = [*sims.cheap.requests, *sims.plan.requests]
+    asked = [*sims.cheap.requests, *sims.subscription.requests]
     assert sorted(request.path for request in asked) == [
         "/models",
         "/v1/models",

@@ -44,7 +44,7 @@ def test_eight_characters_explain_a_request_through_the_running_gateway(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     request_id = _ask(gateway)
     assert len(request_id) == 16
     done = _explain(request_id[:8].upper(), "--url", gateway.url)

@@ -39,8 +39,8 @@ def test_plan_window_exhausted_falls_through_to_the_api_key_until_it_resets(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     # The gateway reads time from the plan's clock, so the plan's cooldown ends at its reset.
-    gateway = start_gateway(clock=sims.plan.fake_clock)
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    gateway = start_gateway(clock=sims.subscription.fake_clock)
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     raw = _anthropic(gateway.url).messages.with_raw_response.create(
         model=CLAUDE, max_tokens=64, messages=HELLO
     )
@@ -51,7 +51,7 @@ def test_plan_window_exhausted_falls_through_to_the_api_key_until_it_resets(
     ) as stream:
         assert len("".join(stream.text_stream).split()) == 24
     # The 5h window resets: the next request is the plan's again.
-    sims.plan.fake_clock.advance(18_000)
+    sims.subscription.fake_clock.advance(18_000)
     back = _anthropic(gateway.url).messages.with_raw_response.create(
         model=CLAUDE, max_tokens=64, messages=HELLO
     )
@@ -64,7 +64,7 @@ def test_plan_window_exhausted_falls_through_to_the_api_key_until_it_resets(
         (s["connection"], s["reason"]) for s in rows[1]["plan"]["skipped"]
     }
     assert sims.api.tally.total().requests == 2
-    assert len(sims.plan.requests) == 2
+    assert len(sims.subscription.requests) == 2
 
 
 def test_server_error_falls_through(start_gateway: StartGateway, sims: Upstreams) -> None:
@@ -83,7 +83,7 @@ def test_overloaded_stream_falls_through_before_any_content(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(StreamErrorFault(after_events=1))
+    sims.subscription.push_fault(StreamErrorFault(after_events=1))
     with _anthropic(gateway.url).messages.stream(
         model=CLAUDE, max_tokens=64, messages=HELLO
     ) as stream:
@@ -138,7 +138,7 @@ def test_disconnect_after_content_ends_the_stream_with_an_error_event(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(DisconnectFault(after_events=5))
+    sims.subscription.push_fault(DisconnectFault(after_events=5))
     received: list[str] = []
     with (
         pytest.raises(anthropic.APIStatusError, match=r"ended early|cut off"),

@@ -59,7 +59,7 @@ def test_thrifty_serves_from_the_plan_first(start_gateway: StartGateway, sims: U
     )
     assert raw.headers["x-rungway-connection"] == "plan"
     assert raw.headers["x-rungway-rung"] == "subscription"
-    assert sims.plan.requests[-1].body["model"] == "claude-sonnet-4-5"
+    assert sims.subscription.requests[-1].body["model"] == "claude-sonnet-4-5"
     (row,) = gateway.rows()
     assert row["rung"] == "subscription"
     plan = row["plan"]
@@ -73,7 +73,7 @@ def test_thrifty_escalates_within_one_request_when_the_plan_is_spent(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     with _claude(gateway.url).messages.stream(
         model="auto", max_tokens=64, messages=HELLO
     ) as stream:
@@ -89,7 +89,7 @@ def test_thrifty_escalates_within_one_request_when_the_plan_is_spent(
 
 def test_thrifty_honours_a_zero_budget(start_gateway: StartGateway, sims: Upstreams) -> None:
     gateway = start_gateway(ladder={"rung_budget_usd": {"cheap": 0, "premium": 0}})
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     with pytest.raises(anthropic.RateLimitError):
         _claude(gateway.url).messages.create(model="auto/thrifty", max_tokens=64, messages=HELLO)
     for sim in (sims.api, sims.cheap, sims.backup):
@@ -102,7 +102,7 @@ def test_thrifty_on_the_openai_ingress_uses_the_cheap_rung_and_its_budget(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     raw = _openai(gateway.url).chat.completions.with_raw_response.create(
         model="auto/coding:thrifty", messages=HELLO
     )
@@ -193,7 +193,7 @@ def test_subscription_never_reaches_a_metered_upstream(
 ) -> None:
     readings = Readings({"plan": _subscription_reading(10.0)})
     gateway = start_gateway(state=readings, clock=FakeClock(START))
-    sims.plan.push_fault(fault)
+    sims.subscription.push_fault(fault)
     with (
         pytest.raises(anthropic.APIStatusError) as raised,
         _claude(gateway.url).messages.stream(
@@ -227,7 +227,7 @@ def test_models_advertise_the_ladder_ids(start_gateway: StartGateway) -> None:
 
 def test_explain_prints_the_route_plan(start_gateway: StartGateway, sims: Upstreams) -> None:
     gateway = start_gateway()
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     raw = _claude(gateway.url).messages.with_raw_response.create(
         model="auto/thrifty", max_tokens=64, messages=HELLO
     )

@@ -52,7 +52,7 @@ def _traffic(gateway: RunningGateway, sims: Upstreams) -> Samples:
     """Two plan requests (one streamed), a fall-through from the plan, a cheap request."""
     assert _claude(gateway) == "plan"
     _claude(gateway, stream=True)
-    sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert _claude(gateway) == "api", "the plan's 529 falls through to the API key"
     with openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0) as client:
         client.chat.completions.create(model=DEEPSEEK, messages=HELLO)
@@ -90,7 +90,7 @@ def test_tokens_spend_and_live_state_are_exposed(
 ) -> None:
     # On the plan's own clock, so that its window's reset lies ahead.
     # The gateway reads the plan's clock, which earlier tests may have moved past START.
-    clock = sims.plan.fake_clock
+    clock = sims.subscription.fake_clock
     ladder = {"rung_budget_usd": {"cheap": 5.0, "premium": None}}
     gateway = start_gateway(ladder=ladder, clock=clock)
     samples = _traffic(gateway, sims)

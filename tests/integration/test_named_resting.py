@@ -29,13 +29,13 @@ def _skips(row: dict[str, Any]) -> set[tuple[str, str]]:
 def test_a_cooling_plan_is_not_asked_again_until_its_cooldown_ends(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
-    clock = sims.plan.fake_clock
+    clock = sims.subscription.fake_clock
     gateway = start_gateway(clock=clock)
-    sims.plan.push_fault(HttpErrorFault(status=429, retry_after_s=600))
+    sims.subscription.push_fault(HttpErrorFault(status=429, retry_after_s=600))
     assert _ask(gateway) == "api"
     # Both the exact name and a name an alias maps to it are named routes.
     assert [_ask(gateway), _ask(gateway, "claude-sonnet-4-5-20250929")] == ["api", "api"]
-    assert len(sims.plan.requests) == 1, "a cooling plan must not be asked again"
+    assert len(sims.subscription.requests) == 1, "a cooling plan must not be asked again"
     newest = gateway.rows()[0]
     assert newest["attempts"] == []
     assert ("plan", "cooldown") in _skips(newest)
@@ -46,12 +46,12 @@ def test_a_cooling_plan_is_not_asked_again_until_its_cooldown_ends(
 def test_every_connection_resting_answers_429_without_calling_an_upstream(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
-    gateway = start_gateway(clock=sims.plan.fake_clock)
-    sims.plan.push_fault(HttpErrorFault(status=429, retry_after_s=600))
+    gateway = start_gateway(clock=sims.subscription.fake_clock)
+    sims.subscription.push_fault(HttpErrorFault(status=429, retry_after_s=600))
     sims.api.push_fault(HttpErrorFault(status=429, retry_after_s=120))
     with pytest.raises(anthropic.RateLimitError):
         _ask(gateway)
-    asked = len(sims.plan.requests), len(sims.api.requests)
+    asked = len(sims.subscription.requests), len(sims.api.requests)
     assert asked == (1, 1)
     for _ in range(3):
         with pytest.raises(anthropic.RateLimitError) as refused:
@@ -60,18 +60,18 @@ def test_every_connection_resting_answers_429_without_calling_an_upstream(
         body = refused.value.response.json()
         assert body["type"] == "error"
         assert "every connection serving claude-sonnet-4-5 is resting" in body["error"]["message"]
-    assert (len(sims.plan.requests), len(sims.api.requests)) == asked
+    assert (len(sims.subscription.requests), len(sims.api.requests)) == asked
 
 
 def test_an_open_breaker_is_skipped_while_another_connection_serves(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
-    clock = sims.plan.fake_clock
+    clock = sims.subscription.fake_clock
     gateway = start_gateway(clock=clock)
-    sims.plan.push_fault(HttpErrorFault(status=500, times=5))
+    sims.subscription.push_fault(HttpErrorFault(status=500, times=5))
     assert [_ask(gateway) for _ in range(5)] == ["api"] * 5
     assert _ask(gateway) == "api"
-    assert len(sims.plan.requests) == 5, "an open breaker must not be asked"
+    assert len(sims.subscription.requests) == 5, "an open breaker must not be asked"
     assert ("plan", "breaker_open") in _skips(gateway.rows()[0])
     # Half-open: the next request is the probe, and the plan serves it.
     clock.advance(30)

@@ -60,15 +60,15 @@ def test_a_disable_and_a_cooldown_on_one_gateway_hold_on_another_and_after_a_res
 
     assert httpx.post(f"{b.url}/admin/connections/plan/enable").is_success
     _soon(lambda: not _subscription_connection(a)["disabled"])
-    sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert _served_by(a) == "cheap", "the plan's 529 falls through on A"
     _soon(lambda: _subscription_connection(b)["cooldown_until"] is not None)
-    asked = len(sims.plan.requests)
+    asked = len(sims.subscription.requests)
     assert _served_by(b) == "cheap"
-    assert len(sims.plan.requests) == asked, "B sends the resting plan nothing"
+    assert len(sims.subscription.requests) == asked, "B sends the resting plan nothing"
 
     # A gateway started now begins with the plan resting, before its first request.
     c = gateway("c")
     assert _subscription_connection(c)["cooldown_until"] is not None
     assert _served_by(c) == "cheap"
-    assert len(sims.plan.requests) == asked
+    assert len(sims.subscription.requests) == asked

@@ -111,7 +111,7 @@ def test_a_slow_body_sender_is_cut_at_the_body_deadline_in_the_api_shape(
     assert "request body did not arrive within 1s" in error["error"]["message"]
     assert 0.9 < _answered_after(started) < 2.0
     assert gateway.rows() == []
-    assert sims.plan.requests == []
+    assert sims.subscription.requests == []
 
 
 def test_too_many_headers_and_an_oversized_header_get_431(

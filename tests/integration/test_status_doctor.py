@@ -48,11 +48,11 @@ def test_status_shows_each_rung_with_windows_countdowns_cooldowns_and_disabled(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
     # The gateway reads the plan's clock, which earlier tests may have moved past START.
-    gateway = start_gateway(clock=sims.plan.fake_clock)
+    gateway = start_gateway(clock=sims.subscription.fake_clock)
     with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
         # The plan answers once (its window is read from the headers), then a 529 rests it.
         client.messages.create(model="claude-sonnet-4-5", max_tokens=32, messages=HELLO)
-        sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+        sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
         client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
     assert httpx.post(f"{gateway.url}/admin/connections/backup/disable").is_success
 
@@ -74,11 +74,11 @@ def test_status_shows_each_rung_with_windows_countdowns_cooldowns_and_disabled(
 def test_connections_list_dates_in_iso_a_cooldown_in_one_sentence_a_past_reset_as_stale(
     start_gateway: StartGateway, sims: Upstreams
 ) -> None:
-    clock = sims.plan.fake_clock
+    clock = sims.subscription.fake_clock
     gateway = start_gateway(clock=clock)
     with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
         assert client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
-        sims.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+        sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
         client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
     plan = next(
         entry
@@ -231,7 +231,7 @@ def test_doctor_reads_stored_logins_from_the_credential_store(
                 "provider": "anthropic",
                 "auth": "oauth",
                 "credential": {"store": name},
-                "base_url": sims.plan.url,
+                "base_url": sims.subscription.url,
                 "models": ["claude-sonnet-4-5"],
             }
             for name in ("renewing", "stuck")

@@ -73,7 +73,7 @@ def test_faults_right_after_the_opening_events_fall_through_unseen(
             after = chance.randint(1, OPENING_EVENTS)
             kind = chance.choice(("disconnect", "stream_error"))
             if faulted:
-                sims.plan.push_fault(
+                sims.subscription.push_fault(
                     DisconnectFault(after_events=after)
                     if kind == "disconnect"
                     else StreamErrorFault(after_events=after, error_type="api_error")
@@ -86,6 +86,6 @@ def test_faults_right_after_the_opening_events_fall_through_unseen(
             if answer.status_code != 200 or error or not ended or len(text.split()) != 24:
                 broken.append((number, api, kind, after, answer.text[-200:]))
     assert broken == []
-    assert not sims.plan.state().faults
+    assert not sims.subscription.state().faults
     assert served["plan"] == 100
     assert sum(served.values()) == 200

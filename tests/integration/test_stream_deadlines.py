@@ -29,7 +29,7 @@ def test_a_plan_that_only_pings_falls_through_at_the_first_content_deadline(
 ) -> None:
     gateway = start_gateway(timeouts=TIMEOUTS)
     # message_start, then a ping every 0.2 s: each one would reset an idle timer.
-    sims.plan.push_fault(StallFault(after_events=1, interval_s=0.2, duration_s=60))
+    sims.subscription.push_fault(StallFault(after_events=1, interval_s=0.2, duration_s=60))
     started = time.monotonic()
     client = anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0)
     with client, client.messages.stream(model=CLAUDE, max_tokens=64, messages=HELLO) as stream:
@@ -69,7 +69,7 @@ def test_a_stream_that_never_ends_is_cut_at_the_longest_a_stream_may_run(
     gateway = start_gateway(timeouts=TIMEOUTS)
     # message_start, an empty block, a ping and the first text (so the stream is the
     # client's), then pings for a minute.
-    sims.plan.push_fault(StallFault(after_events=4, interval_s=0.2, duration_s=60))
+    sims.subscription.push_fault(StallFault(after_events=4, interval_s=0.2, duration_s=60))
     started = time.monotonic()
     client = anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0)
     with (

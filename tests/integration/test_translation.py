@@ -91,7 +91,7 @@ def test_an_openai_client_is_served_by_a_messages_upstream(
     assert completion.choices[0].message.content
     assert completion.usage is not None
     assert completion.usage.completion_tokens == 24
-    sent = sims.plan.requests[-1]
+    sent = sims.subscription.requests[-1]
     assert sent.path == "/v1/messages"
     assert sent.body["system"] in (SYSTEM, [{"type": "text", "text": SYSTEM}])
     assert sent.body["max_tokens"] == 64
@@ -138,7 +138,7 @@ def test_thrifty_carries_an_anthropic_client_to_the_cheap_chat_rung_when_the_pla
     clients: Clients, sims: Upstreams
 ) -> None:
     gateway, claude, _ = clients
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     with claude.messages.stream(model="auto/thrifty", max_tokens=64, messages=HELLO) as stream:
         final = stream.get_final_message()
     assert final.stop_reason == "end_turn"

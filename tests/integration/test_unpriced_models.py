@@ -45,7 +45,7 @@ def _connections(sims: Upstreams, house: SimUpstream, folder: Path) -> list[dict
             "provider": "anthropic",
             "auth": "oauth",
             "credential": {"file": str(folder / "plan.secret")},
-            "base_url": sims.plan.url,
+            "base_url": sims.subscription.url,
             "models": [CLAUDE],
         },
         {
@@ -74,7 +74,7 @@ def test_an_unpriced_model_on_a_budgeted_rung_is_skipped_with_the_fix(
         _client(gateway.url).chat.completions.create(model=HOUSE, messages=HELLO)
     assert named.value.status_code == 503
     assert FIX in named.value.message
-    sims.plan.push_fault(QuotaExhaustedFault(window="5h"))
+    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
     # The plan answers 429 and nothing is left to climb to.
     with pytest.raises(openai.APIStatusError) as laddered:
         _client(gateway.url).chat.completions.create(model="auto/thrifty", messages=HELLO)
