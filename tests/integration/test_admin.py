@@ -48,17 +48,17 @@ def test_connections_show_billing_windows_and_cooldown(
 ) -> None:
     gateway = start_gateway()
     assert _served_by(gateway) == "plan"
-    plan = _connections(gateway)["plan"]
-    assert (plan["provider"], plan["billing"], plan["overage"]) == (
+    subscription = _connections(gateway)["plan"]
+    assert (subscription["provider"], subscription["billing"], subscription["overage"]) == (
         "anthropic",
         "subscription",
         "hard-stop",
     )
-    assert plan["models"] == [{"model": CLAUDE, "rung": "subscription", "tier": "premium"}]
-    assert [window["name"] for window in plan["windows"]] == ["5h"]
-    assert all(window["source"] == "header" for window in plan["windows"])
-    assert plan["cooldown_until"] is None
-    assert plan["breaker"] == "closed"
+    assert subscription["models"] == [{"model": CLAUDE, "rung": "subscription", "tier": "premium"}]
+    assert [window["name"] for window in subscription["windows"]] == ["5h"]
+    assert all(window["source"] == "header" for window in subscription["windows"])
+    assert subscription["cooldown_until"] is None
+    assert subscription["breaker"] == "closed"
 
 
 def test_an_operator_clears_a_cooldown_from_the_cli(

@@ -62,9 +62,9 @@ def test_without_redis_budgeted_paid_rungs_refuse_and_the_rest_serve(
         unbudgeted = _ask(gateway.url, f"api/{CLAUDE}")
         assert unbudgeted.status_code == 200, unbudgeted.text
         assert unbudgeted.headers["x-rungway-rung"] == "premium"
-        plan = _ask(gateway.url, f"plan/{CLAUDE}")
-        assert plan.status_code == 200, plan.text
-        assert plan.headers["x-rungway-rung"] == "subscription"
+        subscription = _ask(gateway.url, f"plan/{CLAUDE}")
+        assert subscription.status_code == 200, subscription.text
+        assert subscription.headers["x-rungway-rung"] == "subscription"
 
         proxy.restore()
         deadline = time.monotonic() + 10

@@ -49,7 +49,7 @@ def _scenario(name: str, **fields: Any) -> Scenario:
 @pytest.fixture
 def sims() -> Iterator[tuple[FakeClock, SimUpstream, SimUpstream]]:
     clock = FakeClock(START)
-    plan = _scenario(
+    subscription = _scenario(
         "hovering-plan",
         quota_headers="anthropic-unified",
         auth={"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
@@ -58,7 +58,7 @@ def sims() -> Iterator[tuple[FakeClock, SimUpstream, SimUpstream]]:
     api = _scenario(
         "api", quota_headers="anthropic-apikey", auth={"kind": "x-api-key", "token": API_KEY}
     )
-    with SimUpstream(plan, clock) as subscription_sim, SimUpstream(api, clock) as api_sim:
+    with SimUpstream(subscription, clock) as subscription_sim, SimUpstream(api, clock) as api_sim:
         yield clock, subscription_sim, api_sim
 
 
@@ -68,7 +68,7 @@ def _served(
     ladder: dict[str, object],
     levels: list[float],
 ) -> list[str]:
-    clock, plan, api = sims
+    clock, subscription, api = sims
     (tmp_path / "plan").write_text(SUBSCRIPTION_TOKEN)
     (tmp_path / "api").write_text(API_KEY)
     settings = parse_settings(
@@ -86,7 +86,10 @@ def _served(
                     "base_url": sim.url,
                     "models": ["claude-sonnet-4-5"],
                 }
-                for connection_id, auth, sim in (("plan", "oauth", plan), ("api", "apikey", api))
+                for connection_id, auth, sim in (
+                    ("plan", "oauth", subscription),
+                    ("api", "apikey", api),
+                )
             ],
         }
     )
@@ -95,7 +98,7 @@ def _served(
     with (
         BackgroundServer(uvicorn_config(gateway.app), "gateway") as server,
         httpx.Client(base_url=server.url) as admin,
-        httpx.Client(base_url=plan.url) as control,
+        httpx.Client(base_url=subscription.url) as control,
         anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0) as claude,
     ):
         for remaining_percent in levels:

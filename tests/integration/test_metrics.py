@@ -64,8 +64,8 @@ def test_requests_fall_throughs_and_latency_are_counted(
 ) -> None:
     samples = _traffic(start_gateway(), sims)
     requests = "rungway_requests_total"
-    plan = {"rung": "subscription", "connection": "plan", "api": "anthropic_messages"}
-    assert _get(samples, requests, **plan, outcome="ok") == 2
+    subscription = {"rung": "subscription", "connection": "plan", "api": "anthropic_messages"}
+    assert _get(samples, requests, **subscription, outcome="ok") == 2
     api = {"rung": "premium", "connection": "api", "api": "anthropic_messages"}
     assert _get(samples, requests, **api, outcome="ok") == 1
     cheap = {"rung": "cheap", "connection": "cheap", "api": "openai_chat"}

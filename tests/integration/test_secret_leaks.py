@@ -61,7 +61,7 @@ def login_subscription() -> Iterator[SimUpstream]:
 
 
 def _gateway(
-    start_gateway: StartGateway, sims: Upstreams, plan: SimUpstream, tmp_path: Path
+    start_gateway: StartGateway, sims: Upstreams, subscription: SimUpstream, tmp_path: Path
 ) -> Any:
     store = CredentialStore(tmp_path / "credentials.enc", STORE_KEY.encode())
     store.put(
@@ -97,8 +97,8 @@ def _gateway(
                 "provider": "anthropic",
                 "auth": "oauth",
                 "credential": {"store": "claude-max"},
-                "base_url": plan.url,
-                "token_url": f"{plan.url}/v1/oauth/token",
+                "base_url": subscription.url,
+                "token_url": f"{subscription.url}/v1/oauth/token",
                 "models": [CLAUDE],
             },
             connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
@@ -112,7 +112,7 @@ def _gateway(
     )
 
 
-def _traffic(url: str, plan: SimUpstream, sims: Upstreams) -> list[str]:
+def _traffic(url: str, subscription: SimUpstream, sims: Upstreams) -> list[str]:
     """Every kind of request, success and failure; returns the bodies clients saw."""
     seen: list[str] = []
     alice = {"authorization": f"Bearer {CLIENT_KEYS['alice']}"}
@@ -121,11 +121,11 @@ def _traffic(url: str, plan: SimUpstream, sims: Upstreams) -> list[str]:
     chat = {"model": DEEPSEEK, "messages": [{"role": "user", "content": "hi"}]}
     with httpx.Client(base_url=url, timeout=10) as client:
         seen.append(client.post("/v1/messages", headers=bob, json=claude).text)
-        assert plan.oauth is not None
-        plan.oauth.expire_access_tokens()  # the next plan request renews the login
+        assert subscription.oauth is not None
+        subscription.oauth.expire_access_tokens()  # the next plan request renews the login
         seen.append(client.post("/v1/messages", headers=bob, json=claude).text)
         seen.append(client.post("/v1/messages", headers=bob, json={**claude, "stream": True}).text)
-        plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+        subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
         seen.append(client.post("/v1/messages", headers=bob, json=claude).text)  # falls to api
         seen.append(client.post("/v1/chat/completions", headers=alice, json=chat).text)
         seen.append(
@@ -139,8 +139,8 @@ def _traffic(url: str, plan: SimUpstream, sims: Upstreams) -> list[str]:
         # The 529 rests the plan; end that rest so the next request meets the revoked login.
         admin = {"authorization": f"Bearer {ADMIN_KEY}"}
         assert client.post("/admin/connections/plan/clear-cooldown", headers=admin).is_success
-        plan.oauth.push_fault(TokenFault(kind="invalid_grant"))
-        plan.oauth.expire_access_tokens()
+        subscription.oauth.push_fault(TokenFault(kind="invalid_grant"))
+        subscription.oauth.expire_access_tokens()
         seen.append(client.post("/v1/messages", headers=bob, json=claude).text)
     return seen
 

@@ -86,18 +86,22 @@ def test_spend_by_rung_matches_the_ledger_in_the_endpoint_and_the_cli(
     for rung, expected in _expected_by_rung(gateway).items():
         for field, value in expected.items():
             assert rows[rung][field] == pytest.approx(value), (rung, field)
-    plan = rows["subscription"]
-    assert plan["requests"] == 2
-    assert plan["cost_usd"] == 0.0
-    assert plan["list_cost_usd"] > 0
-    assert plan["savings_usd"] == pytest.approx(plan["list_cost_usd"]), "the plan saved it all"
+    subscription = rows["subscription"]
+    assert subscription["requests"] == 2
+    assert subscription["cost_usd"] == 0.0
+    assert subscription["list_cost_usd"] > 0
+    assert subscription["savings_usd"] == pytest.approx(subscription["list_cost_usd"]), (
+        "the plan saved it all"
+    )
     assert rows["premium"]["cost_usd"] > 0
     assert rows["premium"]["savings_usd"] == pytest.approx(0.0)
     total = payload["total"]
     assert total["group"] == "total"
     assert total["requests"] == 4
     assert total["cost_usd"] == pytest.approx(sum(row["cost_usd"] for row in rows.values()))
-    assert total["savings_usd"] == pytest.approx(plan["savings_usd"] + rows["cheap"]["savings_usd"])
+    assert total["savings_usd"] == pytest.approx(
+        subscription["savings_usd"] + rows["cheap"]["savings_usd"]
+    )
     assert payload["budgets"] == {
         "period": "month",
         "since": payload["since"],

@@ -80,12 +80,12 @@ def test_connections_list_dates_in_iso_a_cooldown_in_one_sentence_a_past_reset_a
         assert client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
         sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
         client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
-    plan = next(
+    subscription = next(
         entry
         for entry in httpx.get(f"{gateway.url}/admin/connections").json()["connections"]
         if entry["id"] == "plan"
     )
-    (window,) = plan["windows"]
+    (window,) = subscription["windows"]
 
     def iso(epoch: float) -> str:
         return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -95,7 +95,8 @@ def test_connections_list_dates_in_iso_a_cooldown_in_one_sentence_a_past_reset_a
     row = next(line for line in listed.stdout.splitlines() if "│ plan " in line)
     assert f"5h: 0% used, allowed, resets {iso(window['resets_at'])}" in row
     # The gateway's clock stands still: the time left is exact.
-    sentence = f"cooling down until {iso(plan['cooldown_until'])} ({plan['cooldown_reason']})"
+    until, reason = iso(subscription["cooldown_until"]), subscription["cooldown_reason"]
+    sentence = f"cooling down until {until} ({reason})"
     assert f"{sentence}, 10m00s left" in row
 
     # Past the reset, nothing has used the plan since: the reading is of a window that is over.

@@ -79,7 +79,7 @@ def _expiring(store: CredentialStore, expires_at: float) -> None:
     )
 
 
-def _start(start_gateway: StartGateway, plan: SimUpstream, store: CredentialStore) -> Any:
+def _start(start_gateway: StartGateway, subscription: SimUpstream, store: CredentialStore) -> Any:
     return start_gateway(
         credentials={"path": str(store.path)},
         connections=[
@@ -88,8 +88,8 @@ def _start(start_gateway: StartGateway, plan: SimUpstream, store: CredentialStor
                 "provider": "anthropic",
                 "auth": "oauth",
                 "credential": {"store": "claude-max"},
-                "base_url": plan.url,
-                "token_url": f"{plan.url}/v1/oauth/token",
+                "base_url": subscription.url,
+                "token_url": f"{subscription.url}/v1/oauth/token",
                 "models": [CLAUDE],
             }
         ],

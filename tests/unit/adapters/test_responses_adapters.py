@@ -343,10 +343,12 @@ def test_api_keys_read_x_ratelimit_and_plans_read_x_codex() -> None:
     windows = OpenAIResponsesAdapter().read_quota(KEY, model="m", headers=key_headers, now=START)
     assert [(w.name, w.used_percent) for w in windows] == [("requests", 50.0)]
     recorded = json.loads((FIXTURES / "codex" / "quota_headers.json").read_text())[0]
-    plan = CodexAdapter().read_quota(
+    codex_windows = CodexAdapter().read_quota(
         PLAN, model="m", headers=CIMultiDict(recorded["headers"]), now=recorded["now"]
     )
-    assert [(w.name, w.used_percent, w.resets_at) for w in plan] == [("7d", 9.0, 1790426679)]
+    assert [(w.name, w.used_percent, w.resets_at) for w in codex_windows] == [
+        ("7d", 9.0, 1790426679)
+    ]
 
 
 def test_codex_usage_endpoint_is_wham_usage_beside_the_backend() -> None:

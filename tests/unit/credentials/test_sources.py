@@ -33,7 +33,7 @@ class Rotating:
 
 def test_a_source_wins_over_the_secret_read_at_start_in_requests_and_usage_polls() -> None:
     source = Rotating("sk-ant-oat01-first")
-    plan = Connection(
+    subscription = Connection(
         "plan",
         "anthropic",
         Auth.OAUTH,
@@ -43,15 +43,15 @@ def test_a_source_wins_over_the_secret_read_at_start_in_requests_and_usage_polls
         source=source,
     )
     adapter = AnthropicMessagesAdapter()
-    target = adapter.usage_target(plan)
+    target = adapter.usage_target(subscription)
     assert target is not None
     assert target.headers["authorization"] == "Bearer sk-ant-oat01-first"
     source.token = "sk-ant-oat01-renewed"
-    assert plan.credential() == SecretStr("sk-ant-oat01-renewed")
+    assert subscription.credential() == SecretStr("sk-ant-oat01-renewed")
     assert dict(target.headers)["authorization"] == "Bearer sk-ant-oat01-renewed"
     assert dict(target.headers)["anthropic-beta"] == "oauth-2025-04-20"
     request = adapter.build_request(
-        plan,
+        subscription,
         body={"model": "m"},
         raw_body=b'{"model":"m"}',
         upstream_model="m",

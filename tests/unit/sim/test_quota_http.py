@@ -151,12 +151,12 @@ def test_openai_token_window_429_via_the_sdk(openai_sim: SimUpstream) -> None:
 def test_quota_header_names_alternate_between_lower_and_capitalised(
     subscription_sim: SimUpstream, openai_sim: SimUpstream
 ) -> None:
-    plan = [send_subscription(subscription_sim), send_subscription(subscription_sim)]
+    subscription = [send_subscription(subscription_sim), send_subscription(subscription_sim)]
     chat = [
         request(openai_sim.url, "POST", "/v1/chat/completions", chat_body(), OPENAI_AUTH)
         for _ in range(2)
     ]
-    for responses, prefix in ((plan, "anthropic-ratelimit-"), (chat, "x-ratelimit-")):
+    for responses, prefix in ((subscription, "anthropic-ratelimit-"), (chat, "x-ratelimit-")):
         spellings = set()
         for response in responses:
             names = [name for name, _ in response.headers if name.lower().startswith(prefix)]
@@ -165,7 +165,7 @@ def test_quota_header_names_alternate_between_lower_and_capitalised(
             capitalised = [name for name in names if not name.islower()]
             assert all(name[0].isupper() for name in capitalised)
         assert spellings == {"lower", "capitalised"}
-    lower, upper = sorted(plan, key=lambda r: r.headers[-1][0].islower(), reverse=True)
+    lower, upper = sorted(subscription, key=lambda r: r.headers[-1][0].islower(), reverse=True)
     assert any(name == "anthropic-ratelimit-unified-status" for name, _ in lower.headers)
     assert any(name == "Anthropic-Ratelimit-Unified-Status" for name, _ in upper.headers)
 

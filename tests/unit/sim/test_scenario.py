@@ -39,15 +39,15 @@ def test_the_builtin_scenarios_ship_and_load() -> None:
 
 
 def test_claude_plan_is_an_oauth_plan_with_a_short_session_window() -> None:
-    plan = load_scenario(builtin_scenario("claude-plan"))
-    assert (plan.api, plan.quota_headers) == ("anthropic", "anthropic-unified")
-    assert plan.usage_endpoint == "claude"
-    assert (plan.auth.kind, plan.auth.token) == ("bearer", "sk-ant-oat01-sim-plan")
-    assert [model.id for model in plan.models] == ["claude-sonnet-4-5", "claude-haiku-4-5"]
-    five_hour = plan.windows[0]
+    subscription = load_scenario(builtin_scenario("claude-plan"))
+    assert (subscription.api, subscription.quota_headers) == ("anthropic", "anthropic-unified")
+    assert subscription.usage_endpoint == "claude"
+    assert (subscription.auth.kind, subscription.auth.token) == ("bearer", "sk-ant-oat01-sim-plan")
+    assert [model.id for model in subscription.models] == ["claude-sonnet-4-5", "claude-haiku-4-5"]
+    five_hour = subscription.windows[0]
     assert (five_hour.name, five_hour.claim, five_hour.length_s) == ("5h", "five_hour", 180)
-    assert plan.clock.start is None
-    assert isinstance(SimUpstream(plan).clock, SystemClock)
+    assert subscription.clock.start is None
+    assert isinstance(SimUpstream(subscription).clock, SystemClock)
 
 
 def test_other_demo_scenarios_use_their_families_and_credentials() -> None:
