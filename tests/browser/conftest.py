@@ -42,7 +42,7 @@ from tests.installs import ci_step, not_installed
 CHROMIUM = Path("/usr/bin/chromium")
 INSTALL_STEP = f"as root, run: {ci_step('apt-get install')}"
 ARTIFACTS_ENV = "RUNGWAY_TEST_ARTIFACTS"
-PLAN_TOKEN = "sk-ant-oat01-browser-plan"
+SUBSCRIPTION_TOKEN = "sk-ant-oat01-browser-plan"
 API_KEY = "sk-ant-api03-browser-key"
 ADMIN_KEY = "rw-admin-browser-test"
 FIVE_HOURS = 5 * 3600.0
@@ -55,7 +55,7 @@ class World:
     """A gateway in front of a plan and an API key, and the clock they share."""
 
     clock: FakeClock
-    plan: SimUpstream
+    subscription: SimUpstream
     gateway: Gateway
     url: str
 
@@ -68,13 +68,13 @@ class World:
         return raw.headers["x-rungway-connection"]
 
 
-def _plan(start: float) -> Scenario:
+def _subscription(start: float) -> Scenario:
     return Scenario.model_validate(
         {
             "name": "browser-plan",
             "api": "anthropic",
             "quota_headers": "anthropic-unified",
-            "auth": {"kind": "bearer", "token": PLAN_TOKEN},
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
             "models": [{"id": MODEL}],
             "windows": [
                 # About six requests of ~35 tokens each fill the 5h window.
@@ -104,11 +104,11 @@ def start_world(folder: Path, **overrides: Any) -> Iterator[World]:
     """Run the sims and a gateway until the generator is closed."""
     # Whole seconds: the quota headers carry reset instants in whole seconds.
     clock = FakeClock(float(int(time.time())))
-    plan = SimUpstream(_plan(clock.now()), clock)
+    subscription = SimUpstream(_subscription(clock.now()), clock)
     api = SimUpstream(_api())
-    (folder / "plan").write_text(PLAN_TOKEN)
+    (folder / "plan").write_text(SUBSCRIPTION_TOKEN)
     (folder / "api").write_text(API_KEY)
-    with plan, api:
+    with subscription, api:
         document: dict[str, Any] = {
             "ledger": {"path": str(folder / "ledger.sqlite3")},
             "quota": {"poll_interval_s": 0},
@@ -119,7 +119,7 @@ def start_world(folder: Path, **overrides: Any) -> Iterator[World]:
                     "provider": "anthropic",
                     "auth": "oauth",
                     "credential": {"file": str(folder / "plan")},
-                    "base_url": plan.url,
+                    "base_url": subscription.url,
                     "models": [MODEL],
                 },
                 {
@@ -136,7 +136,7 @@ def start_world(folder: Path, **overrides: Any) -> Iterator[World]:
         settings = parse_settings(document)
         gateway = build_gateway(settings, read_secrets(settings), clock=clock)
         with BackgroundServer(uvicorn_config(gateway.app), "gateway") as server:
-            yield World(clock, plan, gateway, server.url)
+            yield World(clock, subscription, gateway, server.url)
 
 
 @pytest.fixture

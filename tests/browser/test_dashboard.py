@@ -45,8 +45,8 @@ def test_the_dashboard_follows_a_plan_running_out_and_coming_back(
     world: World, page: Page, artifacts: Path
 ) -> None:
     page.goto(f"{world.url}/dashboard")
-    plan = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
-    expect(plan).to_be_visible()
+    subscription = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
+    expect(subscription).to_be_visible()
     expect(page.locator('.rung[data-rung="premium"] [data-connection="api"]')).to_be_visible()
     for rung in ("keyless", "free", "cheap"):
         expect(page.locator(f'.rung[data-rung="{rung}"]')).to_contain_text("no connection")
@@ -144,21 +144,21 @@ def test_a_cooldown_a_fall_through_and_a_disabled_connection_show_live(
     world: World, page: Page, artifacts: Path
 ) -> None:
     page.goto(f"{world.url}/dashboard")
-    plan = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
-    expect(plan).to_have_attribute("data-cooling", "false")
+    subscription = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
+    expect(subscription).to_have_attribute("data-cooling", "false")
 
     # The plan is overloaded: the request falls through to the API key in the same call,
     # and the plan cools down for the ten minutes it asked for.
-    world.plan.push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    world.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert world.send() == "api"
-    expect(plan).to_have_attribute("data-cooling", "true", timeout=LIVE_MS)
+    expect(subscription).to_have_attribute("data-cooling", "true", timeout=LIVE_MS)
     # One sentence: until when, why, and how long is left.
-    expect(plan.locator(".cooldown")).to_have_text(
+    expect(subscription.locator(".cooldown")).to_have_text(
         re.compile(
             f"^cooling down until {ISO} \\(overloaded: Overloaded\\), (9m \\d\\ds|10m 00s) left$"
         )
     )
-    expect(plan.locator(".badge.cooling")).to_be_visible()
+    expect(subscription.locator(".badge.cooling")).to_be_visible()
     _newest(page).get_by_role("button").click()
     dialog = page.get_by_role("dialog")
     expect(dialog.locator(".attempts")).to_contain_text("plan")
@@ -173,8 +173,8 @@ def test_a_cooldown_a_fall_through_and_a_disabled_connection_show_live(
     _shoot(page, artifacts, "cooldown-and-disabled")
     cleared = httpx.post(f"{world.url}/admin/connections/plan/clear-cooldown")
     assert cleared.status_code == 200, cleared.text
-    expect(plan).to_have_attribute("data-cooling", "false", timeout=LIVE_MS)
-    expect(plan.locator(".cooldown")).to_have_count(0)
+    expect(subscription).to_have_attribute("data-cooling", "false", timeout=LIVE_MS)
+    expect(subscription.locator(".cooldown")).to_have_count(0)
 
 
 def test_the_page_reads_plainly_from_the_root_with_its_icon_dates_tiers_and_auto_ids(
@@ -186,9 +186,9 @@ def test_the_page_reads_plainly_from_the_root_with_its_icon_dates_tiers_and_auto
     expect(page.locator("#status")).to_have_text(re.compile(f"^Live · updated {ISO}$"))
 
     # Only a rung that bills per token carries a price tier; a plan's model costs nothing more.
-    plan = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
-    expect(plan.locator(".models li")).to_have_text("claude-sonnet-4-5")
-    expect(plan.locator(".tier")).to_have_count(0)
+    subscription = page.locator('.rung[data-rung="subscription"] [data-connection="plan"]')
+    expect(subscription.locator(".models li")).to_have_text("claude-sonnet-4-5")
+    expect(subscription.locator(".tier")).to_have_count(0)
     api = page.locator('.rung[data-rung="premium"] [data-connection="api"]')
     expect(api.locator(".tier")).to_have_text("tier premium")
 

@@ -43,14 +43,14 @@ CLAUDE_CLIENT_KEY = "sk-rungway-clients-claude-code"
 CODEX_CLIENT_KEY = "sk-rungway-clients-codex"
 CODEX_KEY_ENV = "RUNGWAY_CODEX_KEY"
 
-PLAN_REPLY = "rungway-plan-reply: the simulated Claude plan answered."
+SUBSCRIPTION_REPLY = "rungway-plan-reply: the simulated Claude plan answered."
 CODEX_REPLY = "rungway-codex-reply: the simulated Codex plan answered."
 CHEAP_REPLY = "rungway-cheap-reply: the simulated cheap provider answered."
 TOOL_MARKER = "rungway-tool-ok"
 
 # Plenty for a handful of Claude Code or Codex turns (each sends 7k to 13k input tokens);
 # a test that wants a plan spent sets its window's use to the capacity.
-PLAN_WINDOW_CAPACITY = 5_000_000
+SUBSCRIPTION_WINDOW_CAPACITY = 5_000_000
 CLI_TIMEOUT_S = 90.0
 # A port nothing listens on (the discard service): any proxied request fails at once.
 DEAD_PROXY = "http://127.0.0.1:9"
@@ -134,7 +134,7 @@ class World:
     gateway: Gateway
     ledger_path: Path
     recorder: RecordingApp
-    plan: SimUpstream
+    subscription: SimUpstream
     cheap: SimUpstream
     folder: Path
 
@@ -147,20 +147,20 @@ class World:
         """(method, path, status) of every request the gateway received, in order."""
         return [(call.method, call.path, call.status) for call in self.recorder.calls]
 
-    def exhaust_plan(self) -> None:
+    def exhaust_subscription(self) -> None:
         """Spend every window of the simulated plan (as if its users had used it up)."""
-        for window in self.plan.scenario.windows:
-            self.plan.set_window_used(window.name, window.capacity)
+        for window in self.subscription.scenario.windows:
+            self.subscription.set_window_used(window.name, window.capacity)
 
 
 def _scenario(
-    name: str, reply: str, tool_calls: Sequence[Mapping[str, Any]] = (), plan: bool = False
+    name: str, reply: str, tool_calls: Sequence[Mapping[str, Any]] = (), subscription: bool = False
 ) -> Scenario:
     """A built-in scenario with a known reply (and tools), and roomy windows for a plan."""
     raw = load_scenario(builtin_scenario(name)).model_dump(mode="json")
     raw["response"] = {**raw["response"], "text": reply, "tool_calls": list(tool_calls)}
-    if plan:
-        raw["windows"] = [{**w, "capacity": PLAN_WINDOW_CAPACITY} for w in raw["windows"]]
+    if subscription:
+        raw["windows"] = [{**w, "capacity": SUBSCRIPTION_WINDOW_CAPACITY} for w in raw["windows"]]
     return Scenario.model_validate(raw)
 
 
@@ -196,22 +196,24 @@ def start_world(tmp_path: Path) -> Iterator[StartWorld]:
     """
     stops: list[Callable[[], None]] = []
 
-    def start(plan: str, *, tool_calls: Sequence[Mapping[str, Any]] = ()) -> World:
+    def start(subscription: str, *, tool_calls: Sequence[Mapping[str, Any]] = ()) -> World:
         folder = tmp_path / "world"
         folder.mkdir()
         cheap = SimUpstream(_scenario("cheap-openai", CHEAP_REPLY))
-        if plan == "claude":
-            sim = SimUpstream(_scenario("claude-plan", PLAN_REPLY, tool_calls, plan=True))
-        elif plan == "codex":
-            sim = SimUpstream(_scenario("codex-plan", CODEX_REPLY, tool_calls, plan=True))
+        if subscription == "claude":
+            sim = SimUpstream(
+                _scenario("claude-plan", SUBSCRIPTION_REPLY, tool_calls, subscription=True)
+            )
+        elif subscription == "codex":
+            sim = SimUpstream(_scenario("codex-plan", CODEX_REPLY, tool_calls, subscription=True))
         else:
-            raise ValueError(f"unknown plan {plan!r}")
+            raise ValueError(f"unknown subscription {subscription!r}")
         for upstream in (sim, cheap):
             upstream.start()
             stops.append(upstream.stop)
-        plan_connection = (
+        subscription_connection = (
             _connection("claude-plan", "anthropic", "oauth", url=sim.url, sim=sim, folder=folder)
-            if plan == "claude"
+            if subscription == "claude"
             else _connection(
                 "codex-plan",
                 "codex",
@@ -230,7 +232,7 @@ def start_world(tmp_path: Path) -> Iterator[StartWorld]:
                 "ledger": {"path": str(ledger_path)},
                 # No background polls: the tests read every request the upstreams receive.
                 "quota": {"poll_interval_s": 0},
-                "connections": [plan_connection, cheap_connection],
+                "connections": [subscription_connection, cheap_connection],
                 # Whatever Claude model name the CLI sends climbs the ladder.
                 "aliases": {"claude-*": LADDER},
                 "client_keys": [

@@ -9,7 +9,7 @@ import pytest
 
 from tests.clients.conftest import (
     CHEAP_REPLY,
-    PLAN_REPLY,
+    SUBSCRIPTION_REPLY,
     TOOL_MARKER,
     ClaudeCode,
     StartWorld,
@@ -37,7 +37,7 @@ def test_claude_code_completes_a_prompt_from_the_plan(
     run = claude_code(world).run("Say hello.")
 
     assert run.returncode == 0, run.describe()
-    assert PLAN_REPLY in run.stdout, run.describe()
+    assert SUBSCRIPTION_REPLY in run.stdout, run.describe()
     rows = world.rows()
     assert rows, "the gateway recorded no request"
     for row in rows:
@@ -48,7 +48,7 @@ def test_claude_code_completes_a_prompt_from_the_plan(
         ), row
         assert row["client_key"] == "claude-code", "the CLI's token named the client key"
         assert row["requested_model"] == "auto/thrifty"
-    sent = inference_requests(world.plan)
+    sent = inference_requests(world.subscription)
     assert [request.path for request in sent] == ["/v1/messages"] * len(rows)
     assert all(request.body["stream"] is True for request in sent)
     assert not world.cheap.requests, "nothing reached the cheap rung"
@@ -90,7 +90,7 @@ def test_claude_code_runs_the_bash_tool_the_plan_asks_for(
     )
 
     assert run.returncode == 0, run.describe()
-    sent = inference_requests(world.plan)
+    sent = inference_requests(world.subscription)
     assert len(sent) == 2, [request.body for request in sent]
     follow_up = sent[1].body["messages"]
     calls = [
@@ -131,16 +131,16 @@ def test_claude_code_moves_to_the_cheap_rung_when_the_plan_is_spent(
     claude = claude_code(world)
     first = claude.run("Say hello.")
     assert first.returncode == 0, first.describe()
-    assert PLAN_REPLY in first.stdout, first.describe()
-    served_by_plan = len(world.rows())
+    assert SUBSCRIPTION_REPLY in first.stdout, first.describe()
+    served_by_subscription = len(world.rows())
 
-    world.exhaust_plan()
+    world.exhaust_subscription()
     run = claude.run("Say hello again.")
 
     assert run.returncode == 0, run.describe()
     assert CHEAP_REPLY in run.stdout, run.describe()
     rows = world.rows()
-    rows = rows[: len(rows) - served_by_plan]
+    rows = rows[: len(rows) - served_by_subscription]
     assert rows, "the second run recorded no request"
     for row in rows:
         assert (row["rung"], row["connection_id"], row["outcome"]) == ("cheap", "cheap", "ok"), row

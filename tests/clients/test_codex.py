@@ -40,18 +40,18 @@ def test_codex_is_served_by_the_codex_plan_and_then_by_the_cheap_rung(
         ), row
         assert row["api"] == "openai_responses"
         assert row["client_key"] == "codex", "the CLI's env_key named the client key"
-    sent = inference_requests(world.plan)
+    sent = inference_requests(world.subscription)
     assert [request.path for request in sent] == ["/backend-api/codex/responses"] * len(rows)
     assert not world.cheap.requests
-    served_by_plan = len(rows)
+    served_by_subscription = len(rows)
 
-    world.exhaust_plan()
+    world.exhaust_subscription()
     run = cli.run("Say hello again.")
 
     assert run.returncode == 0, run.describe()
     assert CHEAP_REPLY in run.stdout, run.describe()
     rows = world.rows()
-    rows = rows[: len(rows) - served_by_plan]
+    rows = rows[: len(rows) - served_by_subscription]
     assert rows, "the second run recorded no request"
     for row in rows:
         assert (row["rung"], row["connection_id"], row["outcome"]) == ("cheap", "cheap", "ok"), row
