@@ -170,9 +170,9 @@ def test_changes_made_while_redis_was_away_are_merged_on_its_return(
         await eventually(lambda: b.board.connection_states(NOW).get("cheap") is not None)
         assert b.board.connection_states(NOW)["cheap"].disabled
         # A took up B's change from the time it was away, and kept its own.
-        plan = a.board.connection_states(NOW)["plan"]
-        assert plan.cooldown_until is not None
-        assert plan.windows[0].was_exhausted
+        subscription = a.board.connection_states(NOW)["plan"]
+        assert subscription.cooldown_until is not None
+        assert subscription.windows[0].was_exhausted
         await a.stop()
         await b.stop()
         proxy.cut()

@@ -24,7 +24,7 @@ NO_CREDITS = {"has_credits": False, "unlimited": False, "balance": "0"}
 
 
 def codex_scenario(
-    *windows: dict[str, Any], plan: str = "plus", credits: dict[str, Any] = NO_CREDITS
+    *windows: dict[str, Any], plan_type: str = "plus", credits: dict[str, Any] = NO_CREDITS
 ) -> Scenario:
     """A Codex plan on a FakeClock; by default a 4-request 5h and a 10-request weekly window,
     and no credits to pay past them."""
@@ -35,7 +35,7 @@ def codex_scenario(
             "quota_headers": "codex",
             "usage_endpoint": "codex",
             "codex": {
-                "plan_type": plan,
+                "plan_type": plan_type,
                 "credits": credits,
             },
             "auth": {"kind": "bearer", "token": TOKEN},
@@ -211,7 +211,7 @@ def test_wham_usage_needs_the_plan_token(codex_sim: SimUpstream) -> None:
 
 def test_a_weekly_only_plan_reproduces_the_recorded_pro_response() -> None:
     weekly = {"name": "7d", "unit": "requests", "capacity": 100, "length_s": WEEK}
-    with SimUpstream(codex_scenario(weekly, plan="pro")) as sim:
+    with SimUpstream(codex_scenario(weekly, plan_type="pro")) as sim:
         now = sim.fake_clock.now()
         headers = codex_header_values(send(sim))
         usage = request(sim.url, "GET", "/backend-api/wham/usage", headers=AUTH).json()
