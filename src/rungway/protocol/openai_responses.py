@@ -254,11 +254,12 @@ def function_tool(name: str, description: str | None, parameters: dict[str, Any]
     }
 
 
-def tool_choice(choice: str) -> str | dict[str, Any]:
-    """`auto`, `none` and `required` as they are; any other value names the one tool."""
-    if choice in ("auto", "none", "required"):
-        return choice
-    return {"type": "function", "name": choice}
+def tool_choice(mode: str | None = None, *, name: str | None = None) -> str | dict[str, Any]:
+    """A mode (`auto`, `none`, `required`) as it is, or the choice of the one tool `name`."""
+    if name is not None:
+        return {"type": "function", "name": name}
+    assert mode is not None
+    return mode
 
 
 def message_item(item_id: str, texts: list[str], status: str = "completed") -> dict[str, Any]:

@@ -38,6 +38,7 @@ from rungway.translate.canonical import (
     Tool,
     ToolCall,
     ToolChoice,
+    ToolNamed,
     ToolResult,
 )
 
@@ -299,7 +300,7 @@ def _read_tool_choice(choice: Any, dropped: list[str]) -> tuple[ToolChoice | Non
     parallel = False if choice.get("disable_parallel_tool_use") else None
     kind = choice.get("type")
     if kind == "tool" and isinstance(choice.get("name"), str):
-        return choice["name"], parallel
+        return ToolNamed(choice["name"]), parallel
     named: dict[Any, ToolChoice] = {"auto": "auto", "any": "required", "none": "none"}
     if kind in named:
         return named[kind], parallel
@@ -469,8 +470,8 @@ def _write_tool_choice(choice: ToolChoice | None, parallel: bool | None) -> dict
         written: dict[str, Any] = {"type": choice}
     elif choice == "required":
         written = {"type": "any"}
-    elif choice is not None:
-        written = {"type": "tool", "name": choice}
+    elif isinstance(choice, ToolNamed):
+        written = {"type": "tool", "name": choice.name}
     elif parallel is False:
         written = {"type": "auto"}
     else:

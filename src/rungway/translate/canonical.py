@@ -87,8 +87,30 @@ class Tool:
     parameters: dict[str, Any]
 
 
-ToolChoice = Literal["auto", "none", "required"] | str
-"""`auto`, `none`, `required` (some tool), or the name of the one tool to call."""
+@dataclass(frozen=True, slots=True)
+class ToolNamed:
+    """The one tool the model must call. A type of its own, so that a tool literally
+    named `auto`, `none` or `required` is never mistaken for a mode."""
+
+    name: str
+
+
+ToolChoice = Literal["auto", "none", "required"] | ToolNamed
+"""`auto`, `none`, `required` (some tool), or the one tool to call."""
+
+TOOL_MODES: dict[object, ToolChoice] = {"auto": "auto", "none": "none", "required": "required"}
+"""The tool-choice modes by their wire name, which OpenAI's APIs and the canonical share."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """The client asked for JSON output: conforming to `schema` (a JSON Schema) when one is
+    given, otherwise any JSON object. `name` and `strict` are OpenAI's `json_schema` fields,
+    kept so a same-family writer can pass them on."""
+
+    schema: dict[str, Any] | None = None
+    name: str | None = None
+    strict: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +142,8 @@ class Request:
     include_usage: bool = False
     """An OpenAI Chat client asked for the trailing usage chunk (`stream_options`)."""
     reasoning: Reasoning | None = None
+    output_format: OutputFormat | None = None
+    """Structured output; a writer whose API cannot carry it must not drop it silently."""
     user: str | None = None
     dropped: tuple[str, ...] = ()
     """Fields of the client's request that the reader could not carry (`Dropped` names)."""

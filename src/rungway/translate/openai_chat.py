@@ -25,6 +25,7 @@ import orjson
 from rungway.protocol import json_values
 from rungway.protocol.api import Api
 from rungway.translate.canonical import (
+    TOOL_MODES,
     Image,
     Message,
     Part,
@@ -36,6 +37,7 @@ from rungway.translate.canonical import (
     Tool,
     ToolCall,
     ToolChoice,
+    ToolNamed,
     ToolResult,
 )
 from rungway.translate.names import restore_tool_name, short_tool_name
@@ -372,14 +374,14 @@ def _empty_schema() -> dict[str, Any]:
 
 
 def _read_tool_choice(choice: Any, dropped: list[str]) -> ToolChoice | None:
-    if choice in ("auto", "none", "required"):
-        return str(choice)
+    if isinstance(choice, str) and choice in TOOL_MODES:
+        return TOOL_MODES[choice]
     if not isinstance(choice, dict):
         return None
     function = choice.get("function")
     if choice.get("type") == "function" and isinstance(function, dict):
         name = function.get("name")
-        return name if isinstance(name, str) and name else None
+        return ToolNamed(name) if isinstance(name, str) and name else None
     dropped.append(f"tool_choice.{choice.get('type')}")
     # An allowed-tools choice keeps its mode; the list of allowed tools has no place.
     allowed = choice.get("allowed_tools")
@@ -466,9 +468,9 @@ def _write_tool(tool: Tool) -> dict[str, Any]:
 
 
 def _write_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
-    if choice in ("auto", "none", "required"):
-        return choice
-    return {"type": "function", "function": {"name": short_tool_name(choice)}}
+    if isinstance(choice, ToolNamed):
+        return {"type": "function", "function": {"name": short_tool_name(choice.name)}}
+    return choice
 
 
 def _write_effort(reasoning: Reasoning | None) -> str | None:

@@ -24,6 +24,7 @@ from rungway.protocol.openai_responses import (
     tool_choice,
 )
 from rungway.translate.canonical import (
+    TOOL_MODES,
     Image,
     Message,
     Part,
@@ -34,6 +35,8 @@ from rungway.translate.canonical import (
     Thinking,
     Tool,
     ToolCall,
+    ToolChoice,
+    ToolNamed,
     ToolResult,
 )
 from rungway.translate.codec import StreamReader, StreamWriter
@@ -252,12 +255,12 @@ def _tool(tool: object, dropped: dict[str, None]) -> Tool | None:
     return Tool(name, json_values.text(fields.get("description")), parameters)
 
 
-def _read_tool_choice(choice: object, dropped: dict[str, None]) -> str | None:
-    if choice in ("auto", "none", "required"):
-        return str(choice)
+def _read_tool_choice(choice: object, dropped: dict[str, None]) -> ToolChoice | None:
+    if isinstance(choice, str) and choice in TOOL_MODES:
+        return TOOL_MODES[choice]
     if isinstance(choice, dict):
         if choice.get("type") == "function" and isinstance(choice.get("name"), str):
-            return str(choice["name"])
+            return ToolNamed(str(choice["name"]))
         dropped[f"tool_choice.{choice.get('type')}"] = None
     return None
 
@@ -282,8 +285,10 @@ def write_request(request: Request, *, model: str) -> dict[str, Any]:
         ]
     if request.tool_choice is not None:
         choice = request.tool_choice
-        body["tool_choice"] = tool_choice(
-            choice if choice in ("auto", "none", "required") else short_tool_name(choice)
+        body["tool_choice"] = (
+            tool_choice(name=short_tool_name(choice.name))
+            if isinstance(choice, ToolNamed)
+            else tool_choice(choice)
         )
     if request.parallel_tool_calls is not None:
         body["parallel_tool_calls"] = request.parallel_tool_calls

@@ -44,6 +44,7 @@ from rungway.translate.canonical import (
     TextDelta,
     Thinking,
     ThinkingDelta,
+    ToolNamed,
     UsageReported,
 )
 from rungway.translate.names import restore_tool_name
@@ -146,7 +147,10 @@ def request_echo(request: Request) -> dict[str, Any]:
     if request.parallel_tool_calls is not None:
         echo["parallel_tool_calls"] = request.parallel_tool_calls
     if request.tool_choice is not None:
-        echo["tool_choice"] = tool_choice(request.tool_choice)
+        choice = request.tool_choice
+        echo["tool_choice"] = (
+            tool_choice(name=choice.name) if isinstance(choice, ToolNamed) else tool_choice(choice)
+        )
     return echo
 
 

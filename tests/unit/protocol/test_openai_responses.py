@@ -159,7 +159,7 @@ def test_items_and_usage_match_the_sdk_types() -> None:
 
 def test_response_object_matches_the_sdk_type() -> None:
     tool = function_tool("f", "does f", {"type": "object"})
-    echo = {"tools": [tool], "tool_choice": tool_choice("f"), "instructions": "be brief"}
+    echo = {"tools": [tool], "tool_choice": tool_choice(name="f"), "instructions": "be brief"}
     body = response_object(
         "resp_1", "m", 1.5, "incomplete", [], incomplete_reason="max_output_tokens", echo=echo
     )

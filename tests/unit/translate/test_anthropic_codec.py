@@ -24,6 +24,8 @@ from rungway.translate.canonical import (
     Thinking,
     Tool,
     ToolCall,
+    ToolChoice,
+    ToolNamed,
     ToolResult,
 )
 
@@ -309,11 +311,11 @@ def test_a_thinking_block_with_an_empty_signature_is_not_signed() -> None:
         ({"type": "auto"}, ("auto", None)),
         ({"type": "any"}, ("required", None)),
         ({"type": "none"}, ("none", None)),
-        ({"type": "tool", "name": "Glob"}, ("Glob", None)),
+        ({"type": "tool", "name": "Glob"}, (ToolNamed("Glob"), None)),
         ({"type": "any", "disable_parallel_tool_use": True}, ("required", False)),
     ],
 )
-def test_tool_choice_reads(choice: dict[str, Any], expected: tuple[str, bool | None]) -> None:
+def test_tool_choice_reads(choice: dict[str, Any], expected: tuple[object, bool | None]) -> None:
     body = {"model": "m", "max_tokens": 5, "messages": [], "tool_choice": choice}
     request = ANTHROPIC.read_request(body)
     assert (request.tool_choice, request.parallel_tool_calls) == expected
@@ -499,14 +501,18 @@ def test_a_chat_conversation_is_written_as_anthropic_requires() -> None:
         ("required", None, {"type": "any"}),
         ("none", None, {"type": "none"}),
         ("none", False, {"type": "none"}),
-        ("Glob", None, {"type": "tool", "name": "Glob"}),
-        ("Glob", False, {"type": "tool", "name": "Glob", "disable_parallel_tool_use": True}),
+        (ToolNamed("Glob"), None, {"type": "tool", "name": "Glob"}),
+        (
+            ToolNamed("Glob"),
+            False,
+            {"type": "tool", "name": "Glob", "disable_parallel_tool_use": True},
+        ),
         (None, False, {"type": "auto", "disable_parallel_tool_use": True}),
         (None, None, None),
     ],
 )
 def test_tool_choice_writes(
-    choice: str | None, parallel: bool | None, expected: dict[str, Any] | None
+    choice: ToolChoice | None, parallel: bool | None, expected: dict[str, Any] | None
 ) -> None:
     request = chat_request(
         tools=(Tool("Glob", None, SCHEMA),), tool_choice=choice, parallel_tool_calls=parallel

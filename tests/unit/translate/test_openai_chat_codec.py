@@ -12,6 +12,7 @@ from openai.types.chat import ChatCompletion
 
 from rungway.protocol import openai_chat
 from rungway.translate.canonical import (
+    TOOL_MODES,
     CanonicalUsage,
     Image,
     Message,
@@ -23,6 +24,7 @@ from rungway.translate.canonical import (
     Thinking,
     Tool,
     ToolCall,
+    ToolNamed,
     ToolResult,
 )
 from rungway.translate.names import short_tool_name
@@ -210,7 +212,7 @@ def test_tools_and_options_are_read() -> None:
         Tool("get", "d", SCHEMA),
         Tool("now", None, {"type": "object", "properties": {}}),
     )
-    assert request.tool_choice == "get"
+    assert request.tool_choice == ToolNamed("get")
     assert request.parallel_tool_calls is False
     assert request.max_tokens == 300
     assert (request.temperature, request.temperature_max, request.top_p) == (1.5, 2.0, 0.9)
@@ -228,11 +230,11 @@ def test_tools_and_options_are_read() -> None:
         ("auto", "auto"),
         ("none", "none"),
         ("required", "required"),
-        ({"type": "function", "function": {"name": "get"}}, "get"),
+        ({"type": "function", "function": {"name": "get"}}, ToolNamed("get")),
         (None, None),
     ],
 )
-def test_tool_choice_is_read(choice: object, expected: str | None) -> None:
+def test_tool_choice_is_read(choice: object, expected: object) -> None:
     assert read(messages=[user("x")], tool_choice=choice).tool_choice == expected
 
 
@@ -325,7 +327,7 @@ CONVERSATION = Request(
         ),
     ),
     tools=(Tool(LONG_NAME, "search", SCHEMA), Tool("now", None, {"type": "object"})),
-    tool_choice=LONG_NAME,
+    tool_choice=ToolNamed(LONG_NAME),
     parallel_tool_calls=False,
     max_tokens=1000,
     temperature=0.7,
@@ -471,7 +473,8 @@ def test_thinking_budget_becomes_an_effort(budget: int, effort: str) -> None:
 
 @pytest.mark.parametrize("choice", ["auto", "none", "required"])
 def test_tool_choice_modes_are_written_as_strings(choice: str) -> None:
-    request = Request(model="m", messages=(), tools=(Tool("f", None, SCHEMA),), tool_choice=choice)
+    mode = TOOL_MODES[choice]
+    request = Request(model="m", messages=(), tools=(Tool("f", None, SCHEMA),), tool_choice=mode)
     assert OPENAI_CHAT.write_request(request, model="m")["tool_choice"] == choice
 
 

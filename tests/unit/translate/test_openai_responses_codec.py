@@ -28,6 +28,7 @@ from rungway.translate.canonical import (
     Thinking,
     Tool,
     ToolCall,
+    ToolNamed,
     ToolResult,
 )
 from rungway.translate.names import short_tool_name
@@ -200,7 +201,7 @@ def test_easy_messages_images_files_and_output_parts() -> None:
         ("auto", "auto", ()),
         ("none", "none", ()),
         ("required", "required", ()),
-        ({"type": "function", "name": "f"}, "f", ()),
+        ({"type": "function", "name": "f"}, ToolNamed("f"), ()),
         ({"type": "web_search_preview"}, None, ("tool_choice.web_search_preview",)),
         (
             {"type": "allowed_tools", "mode": "auto", "tools": []},
@@ -209,7 +210,7 @@ def test_easy_messages_images_files_and_output_parts() -> None:
         ),
     ],
 )
-def test_tool_choice(choice: object, expected: str | None, dropped: tuple[str, ...]) -> None:
+def test_tool_choice(choice: object, expected: object, dropped: tuple[str, ...]) -> None:
     request = read({"model": "m", "input": "hi", "tool_choice": choice})
     assert request.tool_choice == expected
     assert request.dropped == dropped
@@ -340,7 +341,7 @@ REQUEST = Request(
         Tool(LONG_NAME, "search", {"type": "object", "properties": {"q": {"type": "string"}}}),
         Tool("get_weather", None, {"type": "object"}),
     ),
-    tool_choice=LONG_NAME,
+    tool_choice=ToolNamed(LONG_NAME),
     parallel_tool_calls=False,
     max_tokens=1000,
     temperature=1.5,
