@@ -492,7 +492,7 @@ def test_a_written_request_reads_back_with_its_call_ids() -> None:
     ]
     results = [p for p in again.messages[2].parts if isinstance(p, ToolResult)]
     assert [result.call_id for result in results] == ["toolu_1", "toolu_2"]
-    assert again.tool_choice == short
+    assert again.tool_choice == ToolNamed(short)
     assert again.reasoning == Reasoning(effort="medium")
 
 
