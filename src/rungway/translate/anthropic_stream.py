@@ -142,7 +142,9 @@ def write_reply(reply: Reply, model: str) -> dict[str, Any]:
             content.append(tool_use_block(part))
         elif isinstance(part, Thinking) and part.origin == "anthropic" and part.redacted:
             content.append({"type": "redacted_thinking", "data": part.redacted})
-        elif isinstance(part, Thinking) and (part.text or part.signature):
+        elif isinstance(part, Thinking) and (
+            part.text or (part.signature and part.origin == "anthropic")
+        ):
             # Only Anthropic's own signature is kept; anything else goes out unsigned, so
             # the client's next request never presents it to Anthropic as signed.
             signature = part.signature if part.origin == "anthropic" else None

@@ -64,7 +64,7 @@ class Thinking:
     text: str
     signature: str | None = None
     redacted: str | None = None
-    origin: Literal["anthropic", "openai"] | None = None
+    origin: Literal["anthropic", "openai", "gemini"] | None = None
 
 
 Part = Text | Image | ToolCall | ToolResult | Thinking

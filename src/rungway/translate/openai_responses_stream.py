@@ -121,7 +121,8 @@ def read_thinking(item: dict[str, Any]) -> Thinking:
 
 def reasoning_output(item_id: str, thinking: Thinking, status: str = "completed") -> dict[str, Any]:
     """A reasoning output item for a client, carrying any signature in `encrypted_content`."""
-    carried = thinking.signature
+    # Another family's signature (Gemini's) would come back read as OpenAI's: it is dropped.
+    carried = thinking.signature if thinking.origin == "openai" else None
     if thinking.origin == "anthropic":
         if thinking.signature:
             carried = ANTHROPIC_SIGNATURE + thinking.signature
