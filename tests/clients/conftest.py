@@ -1,6 +1,6 @@
 """Real clients against a real gateway on loopback, in front of simulated upstreams.
 
-The Claude Code and Codex CLIs come from npm, installed by `.ci/run` into `.ci/node/`;
+The Claude Code, Codex and Gemini CLIs come from npm, installed by `.ci/run` into `.ci/node/`;
 without them these tests skip, or fail when RUNGWAY_REQUIRE_ALL_TESTS=1 (tests/installs.py).
 Each test gets its own world: simulated upstreams (in-process `SimUpstream`s), a gateway
 whose rung 0 is the simulated plan and whose cheap rung is a simulated OpenAI-compatible
@@ -42,6 +42,7 @@ LADDER = "auto/thrifty"
 CLAUDE_CLIENT_KEY = "sk-rungway-clients-claude-code"
 CODEX_CLIENT_KEY = "sk-rungway-clients-codex"
 CODEX_KEY_ENV = "RUNGWAY_CODEX_KEY"
+GEMINI_CLIENT_KEY = "sk-rungway-clients-gemini-cli"
 
 SUBSCRIPTION_REPLY = "rungway-plan-reply: the simulated Claude plan answered."
 CODEX_REPLY = "rungway-codex-reply: the simulated Codex plan answered."
@@ -87,6 +88,12 @@ def claude_cli(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def codex_cli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The installed `codex` (the Codex CLI); skips the test when it is missing."""
     return _find_cli("codex", tmp_path_factory.mktemp("codex-probe"))
+
+
+@pytest.fixture(scope="session")
+def gemini_cli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The installed `gemini` (the Gemini CLI); skips the test when it is missing."""
+    return _find_cli("gemini", tmp_path_factory.mktemp("gemini-probe"))
 
 
 # --- the gateway ------------------------------------------------------------------------
@@ -233,11 +240,12 @@ def start_world(tmp_path: Path) -> Iterator[StartWorld]:
                 # No background polls: the tests read every request the upstreams receive.
                 "quota": {"poll_interval_s": 0},
                 "connections": [subscription_connection, cheap_connection],
-                # Whatever Claude model name the CLI sends climbs the ladder.
-                "aliases": {"claude-*": LADDER},
+                # Whatever Claude or Gemini model name a CLI sends climbs the ladder.
+                "aliases": {"claude-*": LADDER, "gemini-*": LADDER},
                 "client_keys": [
                     _client_key("claude-code", CLAUDE_CLIENT_KEY, folder),
                     _client_key("codex", CODEX_CLIENT_KEY, folder),
+                    _client_key("gemini-cli", GEMINI_CLIENT_KEY, folder),
                 ],
             }
         )
@@ -428,6 +436,80 @@ stream_max_retries = 0
 def codex(codex_cli: Path) -> Callable[[World], Codex]:
     """The Codex CLI for a world."""
     return lambda world: Codex(codex_cli, world)
+
+
+# --- the Gemini CLI (what it sends and why: tests/clients/test_gemini_cli.py) -----------
+
+GEMINI_MODEL = "gemini-2.5-flash"
+"""The model the Gemini CLI asks for: one of its own names, which the world's alias maps to
+the ladder. Naming one keeps the CLI from first asking a classifier model to pick one."""
+
+
+@dataclass
+class GeminiCli:
+    """The Gemini CLI, headless (`gemini -p`), with the world's gateway as its Gemini API."""
+
+    cli: Path
+    world: World
+
+    @property
+    def home(self) -> Path:
+        return self.world.folder / "gemini-home"
+
+    @property
+    def workdir(self) -> Path:
+        return self.world.folder / "gemini-work"
+
+    def write_settings(self) -> None:
+        """`~/.gemini/settings.json`: an API key login, one attempt a turn, no extras."""
+        settings = {
+            # With GOOGLE_GEMINI_BASE_URL set and no login chosen, the CLI picks its
+            # "gateway" login, which its own check then refuses; an API key login reads
+            # the same base URL and sends the key in x-goog-api-key.
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            # One attempt: the gateway already walks the ladder, and the CLI's own
+            # backoff on a 429 would only hide a failure behind the test's timeout.
+            "general": {
+                "maxAttempts": 1,
+                "retryFetchErrors": False,
+                "enableAutoUpdate": False,
+                "enableAutoUpdateNotification": False,
+            },
+            # No usage statistics (sent to another host), telemetry or IDE connection.
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "ide": {"enabled": False},
+        }
+        folder = self.home / ".gemini"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "settings.json").write_text(json.dumps(settings, indent=2))
+
+    def env(self) -> dict[str, str]:
+        env = _base_env(self.home)
+        env.update(
+            {
+                "GOOGLE_GEMINI_BASE_URL": self.world.url,
+                "GEMINI_API_KEY": GEMINI_CLIENT_KEY,
+                # Headless runs refuse an untrusted folder; the scratch folder is ours.
+                "GEMINI_CLI_TRUST_WORKSPACE": "true",
+                # One process: the CLI would otherwise start itself again with a bigger heap.
+                "GEMINI_CLI_NO_RELAUNCH": "true",
+            }
+        )
+        return env
+
+    def run(self, prompt: str, *options: str) -> CliRun:
+        """`gemini -p PROMPT -m GEMINI_MODEL --output-format json [options]`."""
+        self.write_settings()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        args = [str(self.cli), "-p", prompt, "-m", GEMINI_MODEL, "--output-format", "json"]
+        return _run([*args, *options], self.env(), self.workdir)
+
+
+@pytest.fixture
+def gemini(gemini_cli: Path) -> Callable[[World], GeminiCli]:
+    """The Gemini CLI for a world."""
+    return lambda world: GeminiCli(gemini_cli, world)
 
 
 def inference_requests(sim: SimUpstream) -> list[RecordedRequest]:
