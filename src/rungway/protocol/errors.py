@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from rungway.protocol import anthropic_messages, openai_chat, openai_responses
+from rungway.protocol import anthropic_messages, gemini, openai_chat, openai_responses
 from rungway.protocol.api import Api
 from rungway.protocol.failures import FailureClass
 
@@ -19,9 +19,11 @@ ERROR_BODIES: Final[dict[Api, ErrorBody]] = {
     Api.OPENAI_CHAT: openai_chat.error_body,
     Api.OPENAI_RESPONSES: openai_responses.error_body,
     Api.ANTHROPIC_MESSAGES: anthropic_messages.error_body,
+    Api.GEMINI: gemini.error_body,
 }
 STREAM_ERROR_EVENTS: Final[dict[Api, StreamErrorEvent]] = {
     Api.OPENAI_CHAT: openai_chat.stream_error_event,
     Api.OPENAI_RESPONSES: openai_responses.stream_error_event,
     Api.ANTHROPIC_MESSAGES: anthropic_messages.stream_error_event,
+    Api.GEMINI: gemini.stream_error_event,
 }

@@ -18,7 +18,7 @@ from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
 from rungway.logs.access import AccessSink, refusal_entry
-from rungway.protocol import anthropic_messages, openai_chat, openai_responses
+from rungway.protocol import anthropic_messages, gemini, openai_chat, openai_responses
 from rungway.protocol import request_checks as checks
 from rungway.protocol.api import Api
 from rungway.protocol.errors import ERROR_BODIES
@@ -53,6 +53,7 @@ _CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
     Api.OPENAI_CHAT: openai_chat.check_request,
     Api.OPENAI_RESPONSES: openai_responses.check_request,
     Api.ANTHROPIC_MESSAGES: anthropic_messages.check_request,
+    Api.GEMINI: gemini.check_request,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rungway.protocol.api import Api
 from rungway.translate.anthropic import ANTHROPIC
 from rungway.translate.codec import Codec
+from rungway.translate.gemini import GEMINI
 from rungway.translate.openai_chat import OPENAI_CHAT
 from rungway.translate.openai_responses import OPENAI_RESPONSES
 
@@ -12,6 +13,7 @@ CODECS: dict[Api, Codec] = {
     Api.ANTHROPIC_MESSAGES: ANTHROPIC,
     Api.OPENAI_CHAT: OPENAI_CHAT,
     Api.OPENAI_RESPONSES: OPENAI_RESPONSES,
+    Api.GEMINI: GEMINI,
 }
 
 
