@@ -42,12 +42,17 @@ from rungway.translate.codecs import codec_for
 from tests.unit.translate.declared import carried_usage, declared_drops
 
 APIS = pytest.mark.parametrize("api", list(Api), ids=lambda api: api.value)
+LONG_NAME = "mcp__workspace_server__" + "search_every_document_in_the_shared_drive_" * 2
 
 # The client asked for usage in the stream, as an OpenAI Chat client must to get it.
 REQUEST = Request(
     model="client-model",
     messages=(Message("user", (Text("hi"),)),),
-    tools=(Tool("get", None, {"type": "object"}), Tool("now", None, {"type": "object"})),
+    tools=(
+        Tool("get", None, {"type": "object"}),
+        Tool("now", None, {"type": "object"}),
+        Tool(LONG_NAME, None, {"type": "object"}),
+    ),
     stream=True,
     include_usage=True,
 )
@@ -86,6 +91,9 @@ TOOL_CALLS: list[Event] = [
     BlockStopped(1),
     BlockStarted(2, "tool_call", "call_2", "now"),  # a call without arguments
     BlockStopped(2),
+    BlockStarted(3, "tool_call", "call_3", LONG_NAME),  # a name too long for OpenAI's wires
+    ArgumentsDelta(3, '{"path":"a"}'),
+    BlockStopped(3),
     *ending(Stop.TOOL_USE),
 ]
 THINKING: list[Event] = [

@@ -485,30 +485,6 @@ def test_ended_without_finished_or_started_still_makes_a_whole_stream() -> None:
     assert parsed[-1] == {"done": 1}
 
 
-def test_usage_known_from_started_is_sent_when_no_usage_event_comes() -> None:
-    request = Request(model="m", messages=(), include_usage=True)
-    started = Started(id="r", model="m", usage=CanonicalUsage(input_tokens=7))
-    parsed = chunks(b"".join(write([started, Finished(Stop.LENGTH), Ended()], request)))
-    assert parsed[1]["choices"][0]["finish_reason"] == "length"
-    assert parsed[2]["usage"]["prompt_tokens"] == 7
-
-
-def test_written_chunks_read_back_as_the_same_events() -> None:
-    out = b"".join(write(TOOL_EVENTS, Request(model="m", messages=(), include_usage=True)))
-    expected = [
-        Started(id="chatcmpl-msg_2", model="claude-x"),
-        *[e for e in TOOL_EVENTS[1:] if not isinstance(e, Started)],
-    ]
-    expected = [
-        e
-        for e in expected
-        if not (isinstance(e, ThinkingDelta) and e.signature)
-        and not (isinstance(e, ArgumentsDelta) and not e.json)
-    ]
-    expected.insert(expected.index(BlockStopped(3)), ArgumentsDelta(3, "{}"))
-    assert read(out, request=REQUEST) == expected
-
-
 def sdk(body: bytes) -> openai.OpenAI:
     """An openai client that receives `body` as an event stream for any request."""
     headers = {"content-type": "text/event-stream"}

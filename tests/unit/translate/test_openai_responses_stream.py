@@ -401,32 +401,6 @@ def test_a_stream_error_fails_the_same_response(kind: str, code: str) -> None:
     assert failed.sequence_number == len(datas) - 1
 
 
-def test_what_the_writer_sends_reads_back_the_same() -> None:
-    raw = b"".join(write(EVENTS))
-    expected: list[Event] = [
-        Started("resp_msg_01", "claude-x", created=1700000000),
-        *[
-            event
-            for event in EVENTS[1:]
-            if not (isinstance(event, ThinkingDelta) and event.signature)
-            and not (isinstance(event, ArgumentsDelta) and not event.json)
-            and not isinstance(event, Started | Finished | UsageReported | Ended)
-        ],
-    ]
-    # A call with no argument deltas reads its `{}` from the complete item.
-    expected.insert(expected.index(BlockStopped(3)), ArgumentsDelta(3, "{}"))
-    expected += [
-        Finished(Stop.TOOL_USE),
-        UsageReported(
-            CanonicalUsage(
-                input_tokens=9, output_tokens=30, cache_read_tokens=100, reasoning_tokens=4
-            )
-        ),
-        Ended(),
-    ]
-    assert read(raw, REQUEST) == expected
-
-
 def sdk(body: bytes) -> openai.OpenAI:
     """An openai client that receives `body` as an event stream for any request."""
     headers = {"content-type": "text/event-stream"}
