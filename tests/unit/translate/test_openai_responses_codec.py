@@ -479,23 +479,6 @@ def test_thinking_budgets_become_efforts(reasoning: Reasoning | None, effort: st
     assert body["store"] is False
 
 
-def test_a_written_request_reads_back_with_its_call_ids() -> None:
-    body = OPENAI_RESPONSES.write_request(REQUEST, model="gpt-5")
-    again = read(body)
-    short = short_tool_name(LONG_NAME)
-    assert again.system == (Text("Be terse.\n\nUse tools."),)
-    assert [m.role for m in again.messages] == ["user", "assistant", "user", "user"]
-    calls = [p for p in again.messages[1].parts if isinstance(p, ToolCall)]
-    assert calls == [
-        ToolCall("toolu_1", short, '{"q":"Paris"}'),
-        ToolCall("toolu_2", "get_weather", '{"city":"Paris"}'),
-    ]
-    results = [p for p in again.messages[2].parts if isinstance(p, ToolResult)]
-    assert [result.call_id for result in results] == ["toolu_1", "toolu_2"]
-    assert again.tool_choice == ToolNamed(short)
-    assert again.reasoning == Reasoning(effort="medium")
-
-
 def test_read_reply_takes_text_calls_reasoning_and_usage() -> None:
     reply = OPENAI_RESPONSES.read_reply(fixture("reply.json"), REQUEST)
     assert reply == Reply(
