@@ -2,7 +2,8 @@
 
 Once it listens it prints a connection to paste into a config: the provider and auth that
 speak to it, its base URL by the config's rule (an OpenAI-shaped one with its version path,
-`/v1`; an Anthropic one without; the Codex backend at `/backend-api/codex`), and the
+`/v1`; an Anthropic one without; the Codex backend at `/backend-api/codex`; the Gemini API
+at `/v1beta` and Gemini Code Assist at `/v1internal`), and the
 credential it expects, read from an environment variable.
 """
 
@@ -110,6 +111,10 @@ def connection_entry(scenario: Scenario, url: str) -> dict[str, Any]:
     if scenario.api == "anthropic":
         # A bearer token on the Messages API is a plan's login (see `AuthSpec`).
         provider, base_url, bearer = "anthropic", url, "oauth"
+    elif scenario.api == "gemini":
+        provider, base_url = "gemini", f"{url}/v1beta"
+    elif scenario.api == "code-assist":
+        provider, base_url, bearer = "gemini-code-assist", f"{url}/v1internal", "oauth"
     elif scenario.codex_settings is not None and scenario.api == "responses":
         provider, base_url, bearer = "codex", f"{url}/backend-api/codex", "oauth"
     elif scenario.api == "responses":

@@ -1,9 +1,9 @@
 """Simulated upstream providers: product code used by the demo, tests and benchmarks.
 
-A `SimUpstream` serves one `Scenario` (the Anthropic Messages or OpenAI Chat
-Completions wire API, a credential, models, quota windows, their rate-limit header
-family and the provider's usage endpoint: Claude, Codex, Copilot, Gemini or OpenRouter)
-and can be told to misbehave with `Fault`s.
+A `SimUpstream` serves one `Scenario` (the Anthropic Messages, OpenAI Chat Completions or
+Responses, Gemini or Gemini Code Assist wire API, a credential, models, quota windows,
+their rate-limit header family and the provider's usage endpoint: Claude, Codex, Copilot,
+Gemini or OpenRouter) and can be told to misbehave with `Fault`s.
 
 The parts are grouped by what they simulate: `wire/` the APIs served, `quota/` the
 windows, header families and credits that limit them, `usage/` the providers' usage

@@ -29,13 +29,28 @@ _SKIPPED = {"content-length", "connection", "date", "server", "transfer-encoding
 def record_answer(scenario: Scenario) -> bytes:
     """One complete HTTP/1.1 response the scenario's upstream gives to a small request."""
     model = scenario.models[0].id
+    prompt = "Say hello in five words, please."
+    gemini: dict[str, Any] = {
+        "contents": [{"role": "user", "parts": [{"text": prompt}]}],
+        "generationConfig": {"maxOutputTokens": 64},
+    }
+    body: dict[str, Any]
     if scenario.api == "anthropic":
         path, body = "/v1/messages", {"model": model, "max_tokens": 64}
         headers = {"anthropic-version": "2023-06-01", "x-api-key": scenario.auth.token or ""}
+    elif scenario.api == "gemini":
+        path, body = f"/v1beta/models/{model}:generateContent", gemini
+        headers = {"x-goog-api-key": scenario.auth.token or ""}
+    elif scenario.api == "code-assist":
+        project = scenario.code_assist_settings.project if scenario.code_assist_settings else ""
+        path = "/v1internal:generateContent"
+        body = {"model": model, "project": project, "request": gemini}
+        headers = {"authorization": f"Bearer {scenario.auth.token or ''}"}
     else:
         path, body = "/v1/chat/completions", {"model": model, "max_tokens": 64}
         headers = {"authorization": f"Bearer {scenario.auth.token or ''}"}
-    body["messages"] = [{"role": "user", "content": "Say hello in five words, please."}]
+    if scenario.api in ("anthropic", "openai", "responses"):
+        body["messages"] = [{"role": "user", "content": prompt}]
     with SimUpstream(scenario) as sim:
         request = urllib.request.Request(
             sim.url + path,

@@ -125,8 +125,10 @@ async def send_reply(send: Send, reply: Reply, cased: bool = False) -> None:
 
 
 async def start_stream(send: Send, headers: list[Header]) -> None:
-    """Send the 200 head of an event stream."""
-    head = [SSE_CONTENT_TYPE, (b"cache-control", b"no-cache"), *headers]
+    """Send the 200 head of a stream: an event stream unless `headers` name a content type
+    (Gemini's stream without `alt=sse` is a JSON array)."""
+    typed = any(name.lower() == b"content-type" for name, _ in headers)
+    head = [*(() if typed else (SSE_CONTENT_TYPE,)), (b"cache-control", b"no-cache"), *headers]
     await send({"type": "http.response.start", "status": 200, "headers": head})
 
 

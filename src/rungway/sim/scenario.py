@@ -12,6 +12,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Self
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -19,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rungway.sim.faults import Fault
 from rungway.sim.oauth.token_spec import OAuthSpec
 
-ApiKind = Literal["anthropic", "openai", "responses"]
+ApiKind = Literal["anthropic", "openai", "responses", "gemini", "code-assist"]
+GOOGLE_APIS = frozenset({"gemini", "code-assist"})
+"""The Google wire APIs: the Gemini API (API key) and Gemini Code Assist (Google login)."""
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
 WindowUnit = Literal["tokens", "requests", "input_tokens", "output_tokens"]
 UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter"]
@@ -34,7 +37,8 @@ class AuthSpec(_Frozen):
     """The one credential the upstream accepts.
 
     `bearer` reads `Authorization: Bearer <token>`; on the Anthropic API it stands for a
-    plan's OAuth token and also requires the `oauth-2025-04-20` beta.
+    plan's OAuth token and also requires the `oauth-2025-04-20` beta. `x-api-key` is the
+    API key, which the Gemini API reads from `x-goog-api-key` or `?key=`.
     """
 
     kind: Literal["bearer", "x-api-key", "none"] = "none"
@@ -75,6 +79,18 @@ class WindowSpec(_Frozen):
     length_s: float = Field(gt=0)
     first_reset_at: float | None = None
     model: str | None = None
+    reset_zone: str | None = None
+    """An IANA time zone: the window resets at each midnight there instead of every
+    `length_s` (Gemini's daily quotas reset at midnight America/Los_Angeles)."""
+
+    @model_validator(mode="after")
+    def _zone_is_known(self) -> Self:
+        if self.reset_zone is not None:
+            try:
+                ZoneInfo(self.reset_zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown reset_zone {self.reset_zone!r}") from None
+        return self
 
     @property
     def claim_name(self) -> str:
@@ -155,6 +171,14 @@ class CreditsSpec(_Frozen):
     is_free_tier: bool = False
 
 
+class CodeAssistSpec(_Frozen):
+    """A Gemini Code Assist login (A6.1): the Google Cloud project its requests must name
+    and the tier `loadCodeAssist` reports."""
+
+    project: str = Field(default="sim-project-123456", min_length=1)
+    tier: Literal["free-tier", "legacy-tier", "standard-tier"] = "free-tier"
+
+
 class ClockSpec(_Frozen):
     """Where the upstream's clock starts; a set `start` (or `fake`) means a FakeClock."""
 
@@ -218,6 +242,8 @@ class Scenario(_Frozen):
     """A Claude plan's extra usage; unset, its responses carry no overage headers."""
     oauth: OAuthSpec | None = None
     """A token endpoint served next to the API (see `oauth/token_server.py`)."""
+    code_assist: CodeAssistSpec | None = None
+    """A Gemini Code Assist login's project and tier (`api: code-assist` only)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -251,6 +277,7 @@ class Scenario(_Frozen):
             # the Claude one with the Messages API, the others with the OpenAI APIs.
             needed = "anthropic" if wants_anthropic else "openai or responses"
             raise ValueError(f"usage_endpoint {self.usage_endpoint!r} needs api: {needed}")
+        self._check_google_settings()
         if self.quota_headers == "codex" and self.api == "anthropic":
             raise ValueError("the codex header family decorates the openai or responses api")
         if self.codex is not None and self.codex_settings is None:
@@ -267,6 +294,29 @@ class Scenario(_Frozen):
             named = [w for w in self.windows if w.name == self.copilot.window]
             if not named or named[0].unit != "requests" or named[0].model is not None:
                 raise ValueError("copilot.window must name an account-wide requests window")
+
+    def _check_google_settings(self) -> None:
+        if self.code_assist is not None and self.api != "code-assist":
+            raise ValueError("code_assist settings need api: code-assist")
+        if self.api not in GOOGLE_APIS:
+            return
+        if self.quota_headers != "none":
+            # Google reports quota in error bodies and retrieveUserQuota, never in headers.
+            raise ValueError(f"api {self.api!r} sends no quota headers (quota_headers: none)")
+        if self.usage_endpoint not in ("none", "gemini") or (
+            self.api == "gemini" and self.usage_endpoint != "none"
+        ):
+            raise ValueError("only api: code-assist serves a usage endpoint (gemini)")
+        wanted = "x-api-key" if self.api == "gemini" else "bearer"
+        if self.auth.kind not in (wanted, "none"):
+            raise ValueError(f"api {self.api!r} takes auth kind {wanted} (or none)")
+
+    @property
+    def code_assist_settings(self) -> CodeAssistSpec | None:
+        """The Code Assist login's project and tier (None unless `api: code-assist`)."""
+        if self.api == "code-assist":
+            return self.code_assist or CodeAssistSpec()
+        return None
 
     @property
     def codex_settings(self) -> CodexSpec | None:

@@ -31,6 +31,9 @@ from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
 from rungway.sim.usage.endpoints import build_usage_endpoint
 from rungway.sim.wire.anthropic_api import AnthropicApi
+from rungway.sim.wire.api import WireApi
+from rungway.sim.wire.code_assist import CodeAssistApi
+from rungway.sim.wire.gemini_api import GeminiApi
 from rungway.sim.wire.openai_api import OpenAIApi
 from rungway.sim.wire.responses_api import ResponsesApi
 from rungway.sim.wire.serving import ServedReply
@@ -95,9 +98,13 @@ class SimUpstream:
         self._requests: deque[RecordedRequest] = deque(maxlen=MAX_RECORDED_REQUESTS)
         self._requests_lock = threading.Lock()
         self._request_count = 0
-        self._api: AnthropicApi | OpenAIApi
+        self._api: WireApi[Any]
         if scenario.api == "anthropic":
             self._api = AnthropicApi(scenario, self._book, self._faults, self.tally)
+        elif scenario.api == "gemini":
+            self._api = GeminiApi(scenario, self._book, self._faults, self.tally)
+        elif scenario.api == "code-assist":
+            self._api = CodeAssistApi(scenario, self._book, self._faults, self.tally)
         else:
             openai_api = ResponsesApi if scenario.api == "responses" else OpenAIApi
             self._api = openai_api(

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from rungway.cli.sim_upstream import sim_upstream
+from rungway.cli.sim_upstream import connection_entry, credential_variable, sim_upstream
+from rungway.sim import builtin_scenario, load_scenario
 
 from .conftest import request
 
@@ -32,7 +33,15 @@ def test_unknown_scenario_is_a_bad_parameter(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["cheap-openai", "codex-plan", "copilot-seat", "gemini-code-assist", "openrouter"]
+    "name",
+    [
+        "cheap-openai",
+        "codex-plan",
+        "copilot-seat",
+        "gemini-api",
+        "gemini-code-assist",
+        "openrouter",
+    ],
 )
 def test_command_serves_a_builtin_scenario_until_interrupted(name: str) -> None:
     process = subprocess.Popen(
@@ -67,3 +76,20 @@ def test_command_serves_a_builtin_scenario_until_interrupted(name: str) -> None:
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "provider", "auth", "base_path"),
+    [
+        ("gemini-api", "gemini", "apikey", "/v1beta"),
+        ("gemini-code-assist", "gemini-code-assist", "oauth", "/v1internal"),
+    ],
+)
+def test_the_google_scenarios_print_their_providers_connection(
+    name: str, provider: str, auth: str, base_path: str
+) -> None:
+    scenario = load_scenario(builtin_scenario(name))
+    entry = connection_entry(scenario, "http://127.0.0.1:9")
+    assert (entry["provider"], entry["auth"]) == (provider, auth)
+    assert entry["base_url"] == "http://127.0.0.1:9" + base_path
+    assert entry["credential"] == {"env": credential_variable(scenario)}

@@ -28,6 +28,7 @@ def test_the_builtin_scenarios_ship_and_load() -> None:
         "claude-plan",
         "codex-plan",
         "copilot-seat",
+        "gemini-api",
         "gemini-code-assist",
         "local-ollama",
         "openrouter",
@@ -85,7 +86,7 @@ def test_provider_plan_scenarios_serve_their_usage_endpoints() -> None:
     assert {model.id for model in copilot.models} == {"gpt-4.1", "claude-sonnet-4.5"}
 
     gemini = load_scenario(builtin_scenario("gemini-code-assist"))
-    assert gemini.usage_endpoint == "gemini"
+    assert (gemini.api, gemini.usage_endpoint) == ("code-assist", "gemini")
     scoped = {w.model for w in gemini.windows if w.length_s == 86400}
     assert scoped == {"gemini-2.5-pro", "gemini-2.5-flash"}
 

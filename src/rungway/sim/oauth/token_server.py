@@ -7,6 +7,10 @@ Three styles, as the real services answer (docs/provider-signals.md A2.1, A4.1, 
   token, and presenting a rotated-away one is refused with `refresh_token_reused`.
 - `copilot`: `GET /copilot_internal/v2/token` with `Authorization: token <GitHub token>`
   answers `token`, `expires_at`, `refresh_in` and `endpoints.api`.
+- `google`: `POST /token`, Google's form-encoded refresh grant with `client_id` and
+  `client_secret` (the Gemini CLI login, A6.1); the reply keeps the refresh token, reports
+  `expires_in` a second short of the lifetime (3599) and carries an `id_token`; an unknown
+  refresh token is `invalid_grant` / `Bad Request`, a missing client `invalid_client`.
 
 Access tokens it issues are accepted by the sim's API in place of the scenario's own
 token until they expire; an expired one (the scenario's own included, once
@@ -35,7 +39,13 @@ PATHS: dict[TokenStyle, tuple[str, str]] = {
     "anthropic": ("POST", "/v1/oauth/token"),
     "codex": ("POST", "/oauth/token"),
     "copilot": ("GET", "/copilot_internal/v2/token"),
+    "google": ("POST", "/token"),
 }
+GOOGLE_SCOPE = (
+    "https://www.googleapis.com/auth/cloud-platform "
+    "https://www.googleapis.com/auth/userinfo.email "
+    "https://www.googleapis.com/auth/userinfo.profile openid"
+)
 _REJECTED = "expired-by-token-server"
 """What an expired token is swapped for, so the API answers its own 401."""
 
@@ -111,6 +121,9 @@ class TokenServer:
             return self._copilot(request)
         grant = _grant(request)
         presented = str(grant.get("refresh_token") or "")
+        if self.spec.style == "google" and not grant.get("client_id"):
+            description = "The OAuth client was not found."
+            return json_reply(401, {"error": "invalid_client", "error_description": description})
         if grant.get("grant_type") != "refresh_token" or not presented:
             return json_reply(400, {"error": "invalid_request", "error_description": "bad grant"})
         rotate = self.spec.rotate_refresh_token
@@ -131,7 +144,11 @@ class TokenServer:
                 self._refresh = (self._refresh - {presented}) | {fresh}
                 self._rotated.add(presented)
                 payload["refresh_token"] = fresh
-        if self.spec.style == "codex":
+        if self.spec.style == "google":
+            # Google reports the lifetime a second short and never rotates the refresh token.
+            payload["expires_in"] = max(0, int(self.spec.access_ttl_s) - 1)
+            payload["scope"] = GOOGLE_SCOPE
+        if self.spec.style in ("codex", "google"):
             payload["id_token"] = _jwt(
                 {"email": "sim@example.invalid"}, self._clock.now(), self.spec.access_ttl_s
             )
@@ -171,6 +188,8 @@ class TokenServer:
         elif self.spec.style == "copilot":
             token = f"tid=sim;exp={int(now + self.spec.access_ttl_s)};sku=monthly_subscriber"
             token += ":" + secrets.token_hex(16)
+        elif self.spec.style == "google":
+            token = "ya29.sim-" + secrets.token_urlsafe(32)
         else:
             token = "sk-ant-oat01-sim-" + secrets.token_hex(16)
         self._issued[token] = now + self.spec.access_ttl_s
@@ -190,7 +209,8 @@ def _revoked(style: TokenStyle, *, reused: bool) -> Reply:
         message = "Your refresh token has already been used to generate a new access token."
         error = {"message": message, "type": "invalid_request_error", "code": code}
         return json_reply(401, {"error": error})
-    return json_reply(400, {"error": "invalid_grant", "error_description": "Invalid refresh token"})
+    description = "Bad Request" if style == "google" else "Invalid refresh token"
+    return json_reply(400, {"error": "invalid_grant", "error_description": description})
 
 
 def _fault_reply(style: TokenStyle, fault: TokenFault) -> Reply:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TokenStyle = Literal["anthropic", "codex", "copilot"]
+TokenStyle = Literal["anthropic", "codex", "copilot", "google"]
 
 
 class TokenFault(BaseModel):

@@ -2,7 +2,8 @@
 
 Windows reset at fixed instants read from the injected Clock: once "now" passes a
 window's reset its usage drops to 0 and the next reset is one length later (skipping
-whole lengths if the clock jumped). A request is admitted unless a window that applies
+whole lengths if the clock jumped); a window with a `reset_zone` resets at each midnight
+in that zone instead (Gemini's daily quotas). A request is admitted unless a window that applies
 to its model is already at or over capacity; admission charges every applicable window
 with the request's full, deterministic usage (real providers likewise charge an
 estimate when the request starts). A "soft" window never refuses: it keeps counting past
@@ -22,7 +23,8 @@ import math
 import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from rungway.clock import Clock
 from rungway.sim.exchange import Header
@@ -98,6 +100,20 @@ class Admission:
         return max(1, math.ceil(latest - self.now))
 
 
+def next_midnight(now: float, zone: str) -> float:
+    """The first midnight in `zone` after `now` (a day is 23 or 25 hours across DST)."""
+    local = ZoneInfo(zone)
+    today = datetime.fromtimestamp(now, local).date()
+    # Midnight never falls in a DST gap in the zones that matter (changes are at 02:00).
+    return datetime.combine(today + timedelta(days=1), time(0), tzinfo=local).timestamp()
+
+
+def _first_reset(spec: WindowSpec, now: float) -> float:
+    if spec.reset_zone is not None:
+        return next_midnight(now, spec.reset_zone)
+    return now + spec.length_s if spec.first_reset_at is None else spec.first_reset_at
+
+
 @dataclass(slots=True)
 class _Window:
     spec: WindowSpec
@@ -143,19 +159,17 @@ class QuotaBook:
         now = self._clock.now()
         with self._lock:
             self._windows = [
-                _Window(
-                    spec,
-                    0,
-                    now + spec.length_s if spec.first_reset_at is None else spec.first_reset_at,
-                    spec.name in self._soft,
-                )
+                _Window(spec, 0, _first_reset(spec, now), spec.name in self._soft)
                 for spec in self._specs
             ]
             self._roll(now)
 
     def _roll(self, now: float) -> None:
         for window in self._windows:
-            if now >= window.reset_at:
+            if now >= window.reset_at and window.spec.reset_zone is not None:
+                window.reset_at = next_midnight(now, window.spec.reset_zone)
+                window.used = 0
+            elif now >= window.reset_at:
                 lengths = math.floor((now - window.reset_at) / window.spec.length_s) + 1
                 window.reset_at += lengths * window.spec.length_s
                 window.used = 0

@@ -15,31 +15,17 @@ import orjson
 
 from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
+from rungway.sim.quota.google_errors import error_reply, unauthenticated
 from rungway.sim.quota.windows import QuotaBook, WindowReading, rfc3339
 from rungway.sim.scenario import Scenario
 from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
 
 ROUTES = frozenset({("POST", "/v1internal:retrieveUserQuota")})
-UNAUTHENTICATED_MESSAGE = (
-    "Request had invalid authentication credentials. Expected OAuth 2 access token, login "
-    "cookie or other valid authentication credential."
-)
-
-
-def _google_error(status: int, message: str, code_name: str, wait_s: int | None = None) -> Reply:
-    body = {"error": {"code": status, "message": message, "status": code_name}}
-    headers = () if wait_s is None else (retry_after(wait_s),)
-    return Reply(status, orjson.dumps(body), headers)
-
-
-def _unauthorized(sent: str | None) -> Reply:
-    return _google_error(401, UNAUTHENTICATED_MESSAGE, "UNAUTHENTICATED")
 
 
 def _too_many(wait_s: int) -> Reply:
     # The bare form of a Google 429 (A6.2), without google.rpc details.
-    message = "Resource has been exhausted (e.g. check quota)."
-    return _google_error(429, message, "RESOURCE_EXHAUSTED", wait_s)
+    return error_reply(429, headers=(retry_after(wait_s),))
 
 
 def bucket(reading: WindowReading) -> dict[str, Any]:
@@ -62,6 +48,7 @@ def gemini_quota(scenario: Scenario, book: QuotaBook) -> SimUsageEndpoint:
     def render(request: RecordedRequest) -> Reply:
         return Reply(200, orjson.dumps({"buckets": [bucket(r) for r in book.readings()]}))
 
-    authenticate = credential_check(scenario.auth, _unauthorized)
+    # The same 401 as the Code Assist methods next to it.
+    authenticate = credential_check(scenario.auth, unauthenticated)
     reads = UsageReads(scenario.usage_reads_per_hour, book.clock, authenticate, _too_many)
     return SimUsageEndpoint(ROUTES, reads, render)
