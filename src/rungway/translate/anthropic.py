@@ -4,7 +4,8 @@
 reach a Claude upstream, so it makes their conversations acceptable to Anthropic: system
 text at the top, same-role turns merged, tool results first in the user turn after their
 calls (in call order), `max_tokens` always set and above the thinking budget, and no
-thinking where Anthropic would reject it.
+thinking where Anthropic would reject it. Structured output goes as `output_config.format`,
+or through a forced tool where the model has no output format (`anthropic_output`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import unquote_to_bytes
 import orjson
 
 from rungway.protocol.api import Api
+from rungway.translate import anthropic_output
 from rungway.translate.anthropic_stream import (
     AnthropicStreamReader,
     AnthropicStreamWriter,
@@ -30,6 +32,7 @@ from rungway.translate.anthropic_stream import (
 from rungway.translate.canonical import (
     Image,
     Message,
+    OutputFormat,
     Part,
     Reasoning,
     Reply,
@@ -41,6 +44,7 @@ from rungway.translate.canonical import (
     ToolNamed,
     ToolResult,
 )
+from rungway.translate.codec import StreamReader
 
 DEFAULT_MAX_TOKENS = 8192
 """`max_tokens` for an Anthropic upstream when the client set none (Anthropic requires it)."""
@@ -127,6 +131,7 @@ class AnthropicCodec:
             stop=tuple(_strings(body.get("stop_sequences"))),
             stream=bool(body.get("stream")),
             reasoning=_read_thinking(body, dropped),
+            output_format=_read_output_format(body.get("output_config"), dropped),
             user=metadata.get("user_id"),
             dropped=tuple(dict.fromkeys(dropped)),
         )
@@ -134,7 +139,10 @@ class AnthropicCodec:
     def write_request(self, request: Request, *, model: str) -> dict[str, Any]:
         """The Messages request for `request`, asking an Anthropic upstream for `model`."""
         messages = _write_messages(request.messages)
-        budget = _thinking_budget(request, messages)
+        output = request.output_format
+        native = output is not None and anthropic_output.native(output, model)
+        forced = output is not None and not native
+        budget = None if forced else _thinking_budget(request, messages)
         version = _claude_version(model)
         newer = version is not None and version >= ADAPTIVE_ONLY_FROM
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
@@ -145,32 +153,37 @@ class AnthropicCodec:
         if system:
             body["system"] = system
         body["messages"] = messages
+        config: dict[str, Any] = {}
         if budget is not None and newer:
             body["thinking"] = {"type": "adaptive"}
-            body["output_config"] = {"effort": _effort(request.reasoning, budget)}
+            config["effort"] = _effort(request.reasoning, budget)
         elif budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if output is not None and native:
+            config["format"] = anthropic_output.output_format(output)
+        if config:
+            body["output_config"] = config
         body.update(_write_sampling(request, thinking=budget is not None, newer=newer))
-        if request.tools:
-            body["tools"] = [_write_tool(tool) for tool in request.tools]
-            choice = _write_tool_choice(request.tool_choice, request.parallel_tool_calls)
-            if choice is not None:
-                body["tool_choice"] = choice
+        body.update(_write_tools(request, forced=forced))
         if request.user:
             body["metadata"] = {"user_id": request.user}
         return body
 
     def read_reply(self, body: dict[str, Any], request: Request) -> Reply:
         """An Anthropic upstream's message as a canonical reply."""
-        return read_reply(body)
+        reply = read_reply(body)
+        return anthropic_output.reply_text(reply) if anthropic_output.emulated(request) else reply
 
     def write_reply(self, reply: Reply, request: Request) -> dict[str, Any]:
         """The Messages reply an Anthropic client gets for `reply`."""
         return write_reply(reply, request.model)
 
-    def stream_reader(self, request: Request) -> AnthropicStreamReader:
+    def stream_reader(self, request: Request) -> StreamReader:
         """A reader for one Anthropic upstream stream."""
-        return AnthropicStreamReader()
+        reader = AnthropicStreamReader()
+        if anthropic_output.emulated(request):
+            return anthropic_output.OutputStreamReader(reader)
+        return reader
 
     def stream_writer(self, request: Request) -> AnthropicStreamWriter:
         """A writer for one Anthropic client stream."""
@@ -308,13 +321,24 @@ def _read_tool_choice(choice: Any, dropped: list[str]) -> tuple[ToolChoice | Non
     return None, parallel
 
 
+def _read_output_format(config: Any, dropped: list[str]) -> OutputFormat | None:
+    """`output_config.format` (a `json_schema`) as an output format."""
+    spec = config.get("format") if isinstance(config, dict) else None
+    if spec is None:
+        return None
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict) or spec.get("type") != "json_schema":
+        raise ValueError("output_config.format: must be {type: json_schema, schema: {...}}")
+    return OutputFormat(schema=schema)
+
+
 def _read_thinking(body: dict[str, Any], dropped: list[str]) -> Reasoning | None:
     thinking = body.get("thinking") or {}
     config = body.get("output_config") or {}
     efforts: dict[Any, Literal["low", "medium", "high"]] = {"xhigh": "high", "max": "high"}
     efforts.update(low="low", medium="medium", high="high")
     effort = efforts.get(config.get("effort"))
-    dropped += [f"output_config.{key}" for key in config if key != "effort"]
+    dropped += [f"output_config.{key}" for key in config if key not in ("effort", "format")]
     dropped += [f"thinking.{key}" for key in thinking if key not in ("type", "budget_tokens")]
     kind = thinking.get("type")
     if kind == "enabled":
@@ -453,6 +477,24 @@ def _parse_data_url(url: str) -> tuple[str | None, str]:
     if "base64" not in params:
         payload = base64.b64encode(unquote_to_bytes(payload)).decode()
     return media_type or None, payload
+
+
+def _write_tools(request: Request, *, forced: bool) -> dict[str, Any]:
+    """`tools` and `tool_choice`, with the output tool when structured output is `forced`."""
+    tools = [_write_tool(tool) for tool in request.tools]
+    if forced and request.output_format is not None:
+        tools.append(anthropic_output.output_tool(request.output_format))
+    if not tools:
+        return {}
+    parallel = request.parallel_tool_calls
+    choice: dict[str, Any] | None
+    if forced and not isinstance(request.tool_choice, ToolNamed):
+        choice = anthropic_output.forced_choice(request)
+        if parallel is False:
+            choice["disable_parallel_tool_use"] = True
+    else:
+        choice = _write_tool_choice(request.tool_choice, parallel)
+    return {"tools": tools, "tool_choice": choice} if choice is not None else {"tools": tools}
 
 
 def _write_tool(tool: Tool) -> dict[str, Any]:

@@ -3,8 +3,15 @@
 `OPENAI_CHAT` is this API's codec. Its request writer serves clients of other APIs that
 fall to an OpenAI-compatible upstream, so it writes what such upstreams widely accept:
 one leading system message, tool results as `tool` messages before the user's own text,
-tool names of at most 64 characters, `max_tokens` rather than `max_completion_tokens`, and
-no reasoning in the history (only some upstreams accept `reasoning_content` back).
+tool names of at most 64 characters, and no reasoning in the history (only some upstreams
+accept `reasoning_content` back). What it writes for the model it targets follows that
+model's capabilities (`rungway.models`): a reasoning model gets `max_completion_tokens`
+(OpenAI's reasoning models reject `max_tokens`) and a reasoning effort; a model known not
+to reason gets `max_tokens` and no effort; an unknown model gets `max_tokens` and the effort
+the client asked for.
+
+Structured output is `response_format`: `json_schema` with the schema, its name (`output`
+when the client gave none) and `strict`, or `json_object` when no schema was asked for.
 
 Decisions where Chat has no field:
 - Images in a tool result move to the user message that follows the `tool` messages (a
@@ -22,12 +29,14 @@ from typing import Any, Literal
 
 import orjson
 
+from rungway.models.capabilities import model_capabilities
 from rungway.protocol import json_values
 from rungway.protocol.api import Api
 from rungway.translate.canonical import (
     TOOL_MODES,
     Image,
     Message,
+    OutputFormat,
     Part,
     Reasoning,
     Reply,
@@ -71,11 +80,13 @@ MAX_STOP_SEQUENCES = 4
 EFFORT_LIMITS = ((2048, "low"), (8192, "medium"))
 """A thinking budget up to each limit asks for that effort; a larger one asks for `high`."""
 MOVED_IMAGE_NOTE = "[image in the next user message]"
+OUTPUT_NAME = "output"
+"""The `json_schema` name written when the client's structured output had none."""
 
 _READ_FIELDS = frozenset(
     {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "max_tokens"}
     | {"max_completion_tokens", "temperature", "top_p", "stop", "stream", "stream_options"}
-    | {"reasoning_effort", "user"}
+    | {"reasoning_effort", "user", "response_format"}
 )
 """Every other field set to something but its neutral value is named in `Request.dropped`."""
 _NEUTRAL = {"n": 1, "logprobs": False, "presence_penalty": 0, "frequency_penalty": 0}
@@ -127,6 +138,7 @@ class OpenAIChatCodec:
             stream=body.get("stream") is True,
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
             reasoning=Reasoning(effort=effort) if effort is not None else None,
+            output_format=read_response_format(body.get("response_format"), dropped),
             user=user if isinstance(user, str) else None,
             dropped=tuple(dict.fromkeys(dropped)),
         )
@@ -141,9 +153,11 @@ class OpenAIChatCodec:
                 body["tool_choice"] = _write_tool_choice(request.tool_choice)
             if request.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = request.parallel_tool_calls
-        # `max_tokens`, not `max_completion_tokens`: every OpenAI-compatible provider reads it.
+        reasons = model_capabilities(model).reasoning
         if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
+            # `max_tokens` is what every OpenAI-compatible provider reads, but OpenAI's
+            # reasoning models reject it for `max_completion_tokens`.
+            body["max_completion_tokens" if reasons else "max_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.top_p is not None:
@@ -154,8 +168,10 @@ class OpenAIChatCodec:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}  # the gateway counts tokens
         effort = _write_effort(request.reasoning)
-        if effort is not None:
+        if effort is not None and reasons is not False:
             body["reasoning_effort"] = effort
+        if request.output_format is not None:
+            body["response_format"] = write_response_format(request.output_format)
         if request.user is not None:
             body["user"] = request.user
         return body
@@ -223,6 +239,36 @@ class OpenAIChatCodec:
 
 
 OPENAI_CHAT = OpenAIChatCodec()
+
+
+def read_response_format(value: Any, dropped: list[str]) -> OutputFormat | None:
+    """Chat's `response_format` (`text`, `json_object` or `json_schema`) as an output format."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "json_object":
+        return OutputFormat()
+    if kind == "json_schema":
+        spec = value.get("json_schema")
+        if not isinstance(spec, dict):
+            raise ValueError("response_format.json_schema must be an object with a `name`")
+        schema = spec.get("schema")
+        return OutputFormat(
+            schema=schema if isinstance(schema, dict) else None,
+            name=json_values.text(spec.get("name")),
+            strict=json_values.flag(spec.get("strict")),
+        )
+    if kind not in (None, "text"):
+        dropped.append(f"response_format.{kind}")
+    return None
+
+
+def write_response_format(output: OutputFormat) -> dict[str, Any]:
+    """Chat's `response_format` for an output format."""
+    if output.schema is None:
+        return {"type": "json_object"}
+    spec: dict[str, Any] = {"name": output.name or OUTPUT_NAME, "schema": output.schema}
+    if output.strict is not None:
+        spec["strict"] = output.strict
+    return {"type": "json_schema", "json_schema": spec}
 
 
 def _read_messages(raw: list[Any], system: list[Text], dropped: list[str]) -> tuple[Message, ...]:

@@ -4,6 +4,9 @@ A Responses conversation is a flat list of items (messages, function calls, thei
 outputs, reasoning); canonical turns group them: an assistant turn is its reasoning, text
 and calls together, and consecutive tool outputs form one user turn. Streams are in
 `openai_responses_stream`, with the response shapes both share.
+
+Structured output is `text.format`: `json_schema` with the schema, its name (`output` when
+the client gave none) and `strict`, or `json_object` when no schema was asked for.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from rungway.translate.canonical import (
     TOOL_MODES,
     Image,
     Message,
+    OutputFormat,
     Part,
     Reasoning,
     Reply,
@@ -58,7 +62,6 @@ IGNORED_REQUEST_FIELDS = (
     "store",
     "previous_response_id",
     "include",
-    "text",
     "prompt_cache_key",
     "prompt_cache_retention",
     "truncation",
@@ -79,6 +82,7 @@ DROPPED_FIELDS = frozenset(
         *IGNORED_REQUEST_FIELDS,
         # Read side: parts of a client's request the canonical form cannot carry.
         "reasoning.summary",
+        "text.verbosity",
         "tools.strict",
         "content.input_file",
         "content.input_image.file_id",
@@ -102,6 +106,8 @@ _EFFORTS: dict[object, _Effort] = {
     "high": "high",
     "xhigh": "high",
 }
+OUTPUT_NAME = "output"
+"""The `json_schema` name written when the client's structured output had none."""
 _DATA_URL = re.compile(r"data:(?P<type>[^;,]+);base64,(?P<data>.*)", re.DOTALL)
 
 
@@ -231,6 +237,7 @@ def read_request(body: dict[str, Any]) -> Request:
         top_p=json_values.number(body.get("top_p")),
         stream=body.get("stream") is True,
         reasoning=_read_reasoning(reasoning.get("effort")),
+        output_format=_read_text_format(body.get("text"), dropped),
         user=json_values.text(body.get("user")),
         dropped=tuple(dropped),
     )
@@ -263,6 +270,44 @@ def _read_tool_choice(choice: object, dropped: dict[str, None]) -> ToolChoice | 
             return ToolNamed(str(choice["name"]))
         dropped[f"tool_choice.{choice.get('type')}"] = None
     return None
+
+
+def _read_text_format(text: object, dropped: dict[str, None]) -> OutputFormat | None:
+    """`text.format` (`text`, `json_object` or `json_schema`) as an output format."""
+    if not isinstance(text, dict):
+        return None
+    for key in text:
+        if key != "format" and text[key] is not None:
+            dropped[f"text.{key}"] = None
+    spec = text.get("format")
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if kind == "json_object":
+        return OutputFormat()
+    if kind == "json_schema":
+        assert isinstance(spec, dict)
+        schema = spec.get("schema")
+        return OutputFormat(
+            schema=schema if isinstance(schema, dict) else None,
+            name=json_values.text(spec.get("name")),
+            strict=json_values.flag(spec.get("strict")),
+        )
+    if kind not in (None, "text"):
+        dropped[f"text.format.{kind}"] = None
+    return None
+
+
+def write_text_format(output: OutputFormat) -> dict[str, Any]:
+    """Responses' `text.format` for an output format."""
+    if output.schema is None:
+        return {"type": "json_object"}
+    spec: dict[str, Any] = {
+        "type": "json_schema",
+        "name": output.name or OUTPUT_NAME,
+        "schema": output.schema,
+    }
+    if output.strict is not None:
+        spec["strict"] = output.strict
+    return spec
 
 
 def _read_reasoning(effort: object) -> Reasoning | None:
@@ -301,6 +346,8 @@ def write_request(request: Request, *, model: str) -> dict[str, Any]:
     effort = _effort(request.reasoning)
     if effort is not None:
         body["reasoning"] = {"effort": effort}
+    if request.output_format is not None:
+        body["text"] = {"format": write_text_format(request.output_format)}
     if request.user is not None:
         body["user"] = request.user
     body["stream"] = request.stream

@@ -16,6 +16,7 @@ from rungway.translate.canonical import (
     CanonicalUsage,
     Image,
     Message,
+    OutputFormat,
     Reasoning,
     Reply,
     Request,
@@ -261,10 +262,10 @@ def test_fields_the_canonical_form_cannot_carry_are_named_in_dropped() -> None:
         "tools.web_search_20250305",
         "tools.strict",
         "tools.cache_control",
-        "output_config.format",
     )
     assert [message.role for message in request.messages] == ["user"]
     assert request.tools == (Tool("t", None, SCHEMA),)
+    assert request.output_format == OutputFormat(schema={})
 
 
 def test_every_field_the_writers_leave_out_is_listed() -> None:

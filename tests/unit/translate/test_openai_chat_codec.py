@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import httpx2
@@ -9,6 +10,7 @@ import openai
 import orjson
 import pytest
 from openai.types.chat import ChatCompletion
+from openai.types.shared import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
 from rungway.protocol import openai_chat
 from rungway.translate.canonical import (
@@ -16,6 +18,7 @@ from rungway.translate.canonical import (
     CanonicalUsage,
     Image,
     Message,
+    OutputFormat,
     Reasoning,
     Reply,
     Request,
@@ -252,7 +255,7 @@ def test_fields_without_a_canonical_place_are_named_in_dropped() -> None:
         "frequency_penalty": 0.5,
         "seed": 7,
         "logit_bias": {"1": 2},
-        "response_format": {"type": "json_object"},
+        "response_format": {"type": "json_schema_v2"},
         "audio": {"voice": "alloy", "format": "wav"},
         "modalities": ["text", "audio"],
         "prediction": {"type": "content", "content": "x"},
@@ -274,7 +277,12 @@ def test_fields_without_a_canonical_place_are_named_in_dropped() -> None:
         "frequency_penalty": 0,
         "seed": None,
     }
-    assert read(messages=[user("x")], **dropped).dropped == tuple(dropped)
+    # An unknown response format is named by its type, after the fields read past.
+    expected = (
+        *(key for key in dropped if key != "response_format"),
+        "response_format.json_schema_v2",
+    )
+    assert read(messages=[user("x")], **dropped).dropped == expected
     assert read(messages=[user("x")], **neutral).dropped == ()
 
 
@@ -341,8 +349,9 @@ CONVERSATION = Request(
 
 
 def test_write_request_golden() -> None:
-    assert OPENAI_CHAT.write_request(CONVERSATION, model="deepseek-chat") == {
-        "model": "deepseek-chat",
+    # A model the capability table does not know gets `max_tokens` and the asked-for effort.
+    assert OPENAI_CHAT.write_request(CONVERSATION, model="house-model") == {
+        "model": "house-model",
         "messages": [
             {"role": "system", "content": "be brief\n\nuse tools"},
             {"role": "user", "content": "weather in Paris?"},
@@ -394,7 +403,7 @@ def test_write_request_golden() -> None:
 
 
 def test_written_request_is_accepted_by_the_openai_sdk_and_the_gateway_check() -> None:
-    body = OPENAI_CHAT.write_request(CONVERSATION, model="deepseek-chat")
+    body = OPENAI_CHAT.write_request(CONVERSATION, model="house-model")
     assert openai_chat.check_request(body) is None
     sent: list[dict[str, Any]] = []
 
@@ -765,3 +774,120 @@ def sdk(handler: Any) -> openai.OpenAI:
         http_client=httpx2.Client(transport=transport),
         max_retries=0,
     )
+
+
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+    "required": ["city", "celsius"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("response_format", "expected"),
+    [
+        (
+            {
+                "type": "json_schema",
+                "json_schema": {"name": "w", "schema": WEATHER, "strict": True},
+            },
+            OutputFormat(WEATHER, "w", True),
+        ),
+        ({"type": "json_schema", "json_schema": {"name": "w"}}, OutputFormat(None, "w")),
+        ({"type": "json_object"}, OutputFormat()),
+        ({"type": "text"}, None),
+    ],
+)
+def test_response_format_reads_as_the_output_format(
+    response_format: dict[str, Any], expected: OutputFormat | None
+) -> None:
+    request = read(messages=[user("weather?")], response_format=response_format)
+    assert (request.output_format, request.dropped) == (expected, ())
+
+
+def test_a_json_schema_without_its_object_is_refused() -> None:
+    with pytest.raises(ValueError, match="json_schema"):
+        read(messages=[user("x")], response_format={"type": "json_schema"})
+
+
+@pytest.mark.parametrize(
+    ("output", "written", "sdk_type"),
+    [
+        (
+            OutputFormat(WEATHER, "weather", True),
+            {
+                "type": "json_schema",
+                "json_schema": {"name": "weather", "schema": WEATHER, "strict": True},
+            },
+            ResponseFormatJSONSchema,
+        ),
+        (
+            OutputFormat(WEATHER),
+            {"type": "json_schema", "json_schema": {"name": "output", "schema": WEATHER}},
+            ResponseFormatJSONSchema,
+        ),
+        (OutputFormat(), {"type": "json_object"}, ResponseFormatJSONObject),
+    ],
+)
+def test_the_output_format_is_written_as_response_format(
+    output: OutputFormat, written: dict[str, Any], sdk_type: type[Any]
+) -> None:
+    request = Request(model="m", messages=(Message("user", (Text("weather?"),)),))
+    body = OPENAI_CHAT.write_request(
+        dataclasses.replace(request, output_format=output), model="gpt-4.1"
+    )
+    assert body["response_format"] == written
+    assert sdk_type.model_validate(written).model_dump(exclude_none=True, by_alias=True) == written
+    assert openai_chat.check_request(body) is None
+    sent: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(orjson.loads(request.content))
+        return httpx2.Response(200, json=CHAT_REPLY)
+
+    with sdk(handler) as client:
+        client.chat.completions.create(**body)
+    assert sent == [body]
+
+
+CHAT_REPLY = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-4.1",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "{}"},
+            "finish_reason": "stop",
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "limit", "effort"),
+    [
+        ("o3", "max_completion_tokens", "high"),
+        ("gpt-5-mini", "max_completion_tokens", "high"),
+        ("o4-mini-2025-04-16", "max_completion_tokens", "high"),
+        ("gpt-4o", "max_tokens", None),
+        ("deepseek-chat", "max_tokens", None),
+        ("house-model", "max_tokens", "high"),
+    ],
+)
+def test_reasoning_models_get_max_completion_tokens_and_only_they_an_effort(
+    model: str, limit: str, effort: str | None
+) -> None:
+    request = Request(
+        model="client",
+        messages=(Message("user", (Text("think"),)),),
+        max_tokens=500,
+        reasoning=Reasoning(effort="high"),
+    )
+    body = OPENAI_CHAT.write_request(request, model=model)
+    assert body[limit] == 500
+    other = "max_tokens" if limit == "max_completion_tokens" else "max_completion_tokens"
+    assert other not in body
+    assert body.get("reasoning_effort") == effort

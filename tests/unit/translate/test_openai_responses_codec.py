@@ -4,6 +4,7 @@ every reply checked against the openai SDK's `Response` type."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from rungway.translate.canonical import (
     CanonicalUsage,
     Image,
     Message,
+    OutputFormat,
     Reasoning,
     Reply,
     Request,
@@ -102,13 +104,13 @@ def test_a_coding_agent_request_reads_into_turns() -> None:
     assert request.dropped == (
         "store",
         "include",
-        "text",
         "prompt_cache_key",
         "input.web_search_call",
         "content.input_image.file_id",
         "tools.web_search",
         "tools.custom",
         "reasoning.summary",
+        "text.verbosity",
     )
 
 
@@ -118,7 +120,6 @@ def test_dropped_fields_are_listed() -> None:
         "store",
         "previous_response_id",
         "include",
-        "text",
         "prompt_cache_key",
         "prompt_cache_retention",
         "truncation",
@@ -132,6 +133,7 @@ def test_dropped_fields_are_listed() -> None:
         "safety_identifier",
         "stream_options",
         "reasoning.summary",
+        "text.verbosity",
         "tools.strict",
         "content.input_file",
         "content.input_image.file_id",
@@ -629,3 +631,61 @@ def test_signed_thinking_comes_back_to_its_family_next_turn() -> None:
     # A Responses upstream gets neither of them.
     body = OPENAI_RESPONSES.write_request(request, model="gpt-5")
     assert [item["type"] for item in body["input"]] == ["message", "function_call"]
+
+
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "dropped"),
+    [
+        (
+            {"format": {"type": "json_schema", "name": "w", "schema": WEATHER, "strict": True}},
+            OutputFormat(WEATHER, "w", True),
+            (),
+        ),
+        (
+            {"format": {"type": "json_object"}, "verbosity": "low"},
+            OutputFormat(),
+            ("text.verbosity",),
+        ),
+        ({"format": {"type": "text"}}, None, ()),
+        ({"verbosity": "high"}, None, ("text.verbosity",)),
+    ],
+)
+def test_text_format_reads_as_the_output_format(
+    text: dict[str, Any], expected: OutputFormat | None, dropped: tuple[str, ...]
+) -> None:
+    request = read({"model": "m", "input": "weather?", "text": text})
+    assert (request.output_format, request.dropped) == (expected, dropped)
+
+
+@pytest.mark.parametrize(
+    ("output", "written"),
+    [
+        (
+            OutputFormat(WEATHER, "weather", True),
+            {"type": "json_schema", "name": "weather", "schema": WEATHER, "strict": True},
+        ),
+        (OutputFormat(WEATHER), {"type": "json_schema", "name": "output", "schema": WEATHER}),
+        (OutputFormat(), {"type": "json_object"}),
+    ],
+)
+def test_the_output_format_is_written_as_text_format(
+    output: OutputFormat, written: dict[str, Any]
+) -> None:
+    request = Request(
+        model="m", messages=(Message("user", (Text("weather?"),)),), output_format=output
+    )
+    body = OPENAI_RESPONSES.write_request(request, model="gpt-5")
+    assert body["text"] == {"format": written}
+    assert check_request(body) is None
+    assert CREATE_PARAMS.validate_python(body)["text"] == {"format": written}
+    # Read back, a schema has the name it was sent under.
+    sent = output if output.schema is None else dataclasses.replace(output, name=written["name"])
+    assert OPENAI_RESPONSES.read_request(body).output_format == sent
