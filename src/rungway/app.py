@@ -19,6 +19,11 @@ from rungway.cluster.polls import RedisPollClaim
 from rungway.cluster.rate import RedisRateWindows
 from rungway.cluster.state import RedisStateStore
 from rungway.config import Settings
+from rungway.credentials.code_assist import (
+    CodeAssistProject,
+    code_assist_project,
+    discover_projects,
+)
 from rungway.credentials.redaction import install_redaction
 from rungway.credentials.sources import login_sources
 from rungway.dashboard.pages import DashboardPages
@@ -93,9 +98,16 @@ def build_gateway(
             models=frozenset(config.models),
             usage_base_url=config.usage_base_url,
             source=sources.get(config.id),
+            project=code_assist_project(
+                config.provider,
+                _base_url(config.base_url, config.provider),
+                source.token if (source := sources.get(config.id)) is not None else None,
+                secrets.get(f"connection:{config.id}"),
+            ),
         )
         for config in settings.connections
     }
+    projects = [c.project for c in connections.values() if isinstance(c.project, CodeAssistProject)]
     table = ModelTable(
         (ConnectionFacts(c.id, c.provider, c.models) for c in connections.values()),
         settings.aliases,
@@ -170,6 +182,8 @@ def build_gateway(
         await client.start()
         # Never raises: an unreachable Redis or PostgreSQL leaves its store degraded.
         await stores.start(clock.now())
+        # A Code Assist login's project is named by its first request and its quota poll.
+        await discover_projects(projects, settings.quota.inline_deadline_s * 4)
         if poller is not None and settings.quota.poll_interval_s > 0:
             background.append(asyncio.get_running_loop().create_task(poller.run()))
         settle_heap()

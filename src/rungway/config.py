@@ -34,6 +34,8 @@ Provider = Literal[
     "codex",
     "copilot",
     "deepseek",
+    "gemini",
+    "gemini-code-assist",
     "groq",
     "ollama",
     "openai",

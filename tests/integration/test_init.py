@@ -33,6 +33,8 @@ SECRETS = (
     "sk-ant-ort01-fixture-refresh-0123456789",
     "rt-fixture-refresh-0123456789",
     "eyJhbGciOiAibm9uZSIsICJ0eXAiOiAiSldUIn0",
+    "ya29.a0-fixture-access",
+    "1//0g-fixture-refresh",
 )
 
 
@@ -52,11 +54,10 @@ def home(tmp_path: Path) -> Path:
     for source, target in (
         ("claude.credentials.json", ".claude/.credentials.json"),
         ("codex.auth.json", ".codex/auth.json"),
+        ("gemini.oauth_creds.json", ".gemini/oauth_creds.json"),
     ):
         (folder / target).parent.mkdir(parents=True)
         shutil.copy(FIXTURES / source, folder / target)
-    (folder / ".gemini").mkdir()
-    (folder / ".gemini" / "oauth_creds.json").write_text('{"access_token": "ya29.fixture"}')
     return folder
 
 
@@ -110,7 +111,7 @@ def test_the_written_config_loads_and_holds_no_secret(home: Path, ollama: str) -
     path = _written(home)
     settings = load_settings(path)
     ids = [connection.id for connection in settings.connections]
-    assert ids == ["claude-plan", "codex-plan", "ollama", "claude-api", "deepseek"]
+    assert ids == ["claude-plan", "codex-plan", "gemini-plan", "ollama", "claude-api", "deepseek"]
     by_id = {connection.id: connection for connection in settings.connections}
     assert by_id["claude-plan"].auth is Auth.OAUTH
     assert by_id["claude-plan"].credential == CredentialRef(store="claude-plan")
@@ -130,7 +131,9 @@ def test_the_written_config_loads_and_holds_no_secret(home: Path, ollama: str) -
     store = CredentialStore(_store(home), STORE_KEY.encode())
     assert store.get("claude-plan").refresh_token == "sk-ant-ort01-fixture-refresh-0123456789"
     assert store.get("codex-plan").account_id == "acct-fixture"
-    assert "Gemini CLI login found but not supported yet" in done.stdout
+    assert store.get("gemini-plan").refresh_token == "1//0g-fixture-refresh"
+    assert by_id["gemini-plan"].provider == "gemini-code-assist"
+    assert "found  Gemini CLI login at" in done.stdout
     assert "found  $DEEPSEEK_API_KEY" in done.stdout
     assert "found  Ollama at" in done.stdout
 
@@ -193,7 +196,8 @@ def test_an_existing_file_is_replaced_only_with_force(home: Path, closed_port: s
     assert not _store(home).exists()
     forced = _init(home, env, "--yes", "--force")
     assert forced.returncode == 0, forced.stderr
-    assert [c.id for c in load_settings(path).connections] == ["claude-plan", "codex-plan"]
+    written = [c.id for c in load_settings(path).connections]
+    assert written == ["claude-plan", "codex-plan", "gemini-plan"]
 
 
 def test_with_nothing_found_it_says_where_it_looked(tmp_path: Path, closed_port: str) -> None:

@@ -37,6 +37,25 @@ class SecretSource(Protocol):
         ...
 
 
+class ProjectSource(Protocol):
+    """The Google Cloud project a Gemini Code Assist login works in, found by asking the
+    upstream once (`loadCodeAssist`, then `onboardUser` when it names none)."""
+
+    def current(self) -> str | None:
+        """The project id, or None while it is not known; never waits."""
+        ...
+
+    async def discover(self) -> str | None:
+        """The project id, asked for first when not yet known; None when it cannot be
+        found now, with `problem` saying why."""
+        ...
+
+    @property
+    def problem(self) -> str | None:
+        """Why the last discovery found no project (None when it did, or never ran)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Connection:
     """A configured connection, ready to use: its credential is read and its URL resolved.
@@ -53,6 +72,8 @@ class Connection:
     models: frozenset[str]
     usage_base_url: str | None = None
     source: SecretSource | None = None
+    project: ProjectSource | None = None
+    """The Code Assist project the requests name (Gemini Code Assist logins only)."""
 
     def credential(self) -> SecretStr | None:
         """The secret to send upstream now."""
@@ -249,6 +270,22 @@ class StreamOnly(Protocol):
 
 
 @runtime_checkable
+class Enveloped(Protocol):
+    """An adapter whose upstream wraps every reply in an envelope (Gemini Code Assist's
+    `{"response": {...}}`): the engine unwraps whole replies and each stream event before
+    anything else reads them, so watchers, translation and the client see the API's own
+    shape."""
+
+    def unwrap_reply(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """The reply inside a complete upstream reply."""
+        ...
+
+    def unwrap_event(self, event: SseEvent) -> SseEvent:
+        """The event inside one upstream stream event, framed as the API frames it."""
+        ...
+
+
+@runtime_checkable
 class BaseUrlHint(Protocol):
     """An adapter that can tell from a failed answer that the connection's base URL is
     wrong, and how to correct it."""
@@ -287,6 +324,11 @@ def streams_only(adapter: object) -> bool:
     return _conforms(adapter, StreamOnly)
 
 
+def envelope_of(adapter: object) -> Enveloped | None:
+    """The adapter as `Enveloped` when its upstream wraps replies, else None."""
+    return cast(Enveloped, adapter) if _conforms(adapter, Enveloped) else None
+
+
 def hint_for_base_url(adapter: object, base_url: str, status: int, body: bytes) -> str | None:
     """How to correct `base_url` when the adapter reads this answer as a wrong one."""
     if not _conforms(adapter, BaseUrlHint):
@@ -305,4 +347,5 @@ def whole_reply(adapter: object, body: bytes) -> dict[str, Any] | Failure:
         return Failure(FailureClass.SERVER, "the upstream sent a body that is not JSON")
     if not isinstance(parsed, dict):
         return Failure(FailureClass.SERVER, "the upstream sent JSON that is not an object")
-    return parsed
+    envelope = envelope_of(adapter)
+    return parsed if envelope is None else envelope.unwrap_reply(parsed)

@@ -14,6 +14,8 @@ from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Adapter
 from rungway.adapters.codex import CodexAdapter
 from rungway.adapters.copilot import CopilotAdapter
+from rungway.adapters.gemini import GeminiAdapter
+from rungway.adapters.gemini_code_assist import GeminiCodeAssistAdapter
 from rungway.adapters.openai_chat import OpenAIChatAdapter
 from rungway.adapters.openai_responses import OpenAIResponsesAdapter
 from rungway.adapters.openrouter import OpenRouterAdapter
@@ -39,6 +41,10 @@ PROVIDERS: dict[str, ProviderEntry] = {
     "openai-responses": ProviderEntry(OpenAIResponsesAdapter(), "https://api.openai.com/v1"),
     "copilot": ProviderEntry(CopilotAdapter(), "https://api.githubcopilot.com"),
     "deepseek": ProviderEntry(_OPENAI, "https://api.deepseek.com/v1"),
+    "gemini": ProviderEntry(GeminiAdapter(), "https://generativelanguage.googleapis.com/v1beta"),
+    "gemini-code-assist": ProviderEntry(
+        GeminiCodeAssistAdapter(), "https://cloudcode-pa.googleapis.com/v1internal"
+    ),
     "groq": ProviderEntry(_OPENAI, "https://api.groq.com/openai/v1"),
     "openrouter": ProviderEntry(OpenRouterAdapter(), "https://openrouter.ai/api/v1"),
     "ollama": ProviderEntry(_OPENAI, "http://127.0.0.1:11434/v1"),

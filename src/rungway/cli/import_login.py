@@ -1,4 +1,5 @@
-"""`rungway connections import`: store a Claude Code, Codex or Copilot login, encrypted."""
+"""`rungway connections import`: store a Claude Code, Codex, Copilot or Gemini CLI login,
+encrypted."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ LOGIN_CONNECTION: dict[LoginKind, tuple[str, str]] = {
     "claude": ("anthropic", "claude-sonnet-4-5"),
     "codex": ("codex", "gpt-5-codex"),
     "copilot": ("copilot", "gpt-4.1"),
+    "gemini": ("gemini-code-assist", "gemini-2.5-pro"),
 }
 """The provider a connection using each kind of login names, and a model it serves."""
 
@@ -63,7 +65,7 @@ def store_login(
 
 
 def import_login(
-    kind: Annotated[str, typer.Argument(help="claude, codex or copilot.")],
+    kind: Annotated[str, typer.Argument(help="claude, codex, copilot or gemini.")],
     name: Annotated[
         str, typer.Option("--name", help="The name the config uses: credential: {store: NAME}.")
     ],

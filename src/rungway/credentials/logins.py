@@ -1,4 +1,5 @@
-"""Reading the logins other tools leave on disk: Claude Code, Codex and GitHub Copilot.
+"""Reading the logins other tools leave on disk: Claude Code, Codex, GitHub Copilot and the
+Gemini CLI.
 
 - Claude Code keeps `~/.claude/.credentials.json` with `claudeAiOauth.{accessToken,
   refreshToken, expiresAt}`, `expiresAt` in milliseconds (docs/provider-signals.md A2.1).
@@ -6,6 +7,8 @@
   account_id}` and `last_refresh`; the access token is a JWT whose `exp` is its expiry (A4.1).
 - A GitHub Copilot login is a `gho_...` GitHub token (A5.1), given as a file holding the
   token, an editor's `apps.json`/`hosts.json` (an `oauth_token` field) or `env:VARIABLE`.
+- The Gemini CLI keeps its Google login in `~/.gemini/oauth_creds.json`: `access_token`,
+  `refresh_token`, `scope`, `token_type`, `id_token` and `expiry_date` in milliseconds (A6.1).
 
 A parser never puts a token in an error message.
 """
@@ -27,6 +30,7 @@ DEFAULT_SOURCES: dict[LoginKind, str] = {
     "claude": "~/.claude/.credentials.json",
     "codex": "~/.codex/auth.json",
     "copilot": "~/.config/github-copilot/apps.json",
+    "gemini": "~/.gemini/oauth_creds.json",
 }
 
 
@@ -48,9 +52,11 @@ def read_login(kind: LoginKind, source: str | None = None) -> StoredCredential:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
         raise LoginError(f"{path} is not JSON") from None
-    return (
-        parse_claude(document, str(path)) if kind == "claude" else parse_codex(document, str(path))
-    )
+    if kind == "claude":
+        return parse_claude(document, str(path))
+    if kind == "gemini":
+        return parse_gemini(document, str(path))
+    return parse_codex(document, str(path))
 
 
 def parse_claude(document: Any, source: str) -> StoredCredential:
@@ -88,6 +94,26 @@ def parse_codex(document: Any, source: str) -> StoredCredential:
         refresh_token=_text(tokens, "refresh_token", source, "tokens."),
         expires_at=jwt_expiry(access),
         account_id=account if isinstance(account, str) and account else None,
+        id_token=id_token if isinstance(id_token, str) and id_token else None,
+        source=source,
+    )
+
+
+def parse_gemini(document: Any, source: str) -> StoredCredential:
+    """A Gemini CLI Google login from its `oauth_creds.json` document."""
+    if not isinstance(document, dict) or "access_token" not in document:
+        raise LoginError(
+            f"{source} has no `access_token`; log in to the Gemini CLI with Google (not an API key)"
+        )
+    expiry_ms = document.get("expiry_date")
+    if expiry_ms is not None and not isinstance(expiry_ms, int | float):
+        raise LoginError(f"{source}: expiry_date is not a number of milliseconds")
+    id_token = document.get("id_token")
+    return StoredCredential(
+        kind="gemini",
+        access_token=_text(document, "access_token", source, ""),
+        refresh_token=_text(document, "refresh_token", source, ""),
+        expires_at=None if expiry_ms is None else float(expiry_ms) / 1000,
         id_token=id_token if isinstance(id_token, str) and id_token else None,
         source=source,
     )

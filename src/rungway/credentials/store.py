@@ -23,8 +23,8 @@ from cryptography.fernet import Fernet, InvalidToken
 KEY_ENV = "RUNGWAY_CREDENTIALS_KEY"
 """The environment variable that, when set, holds the store's key (a Fernet key)."""
 
-LoginKind = Literal["claude", "codex", "copilot"]
-LOGIN_KINDS: tuple[LoginKind, ...] = ("claude", "codex", "copilot")
+LoginKind = Literal["claude", "codex", "copilot", "gemini"]
+LOGIN_KINDS: tuple[LoginKind, ...] = ("claude", "codex", "copilot", "gemini")
 
 
 class StoreError(Exception):

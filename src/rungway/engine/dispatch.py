@@ -16,6 +16,7 @@ import orjson
 
 from rungway.adapters.base import (
     UpstreamRequest,
+    envelope_of,
     streams_only,
     whole_reply,
 )
@@ -152,6 +153,13 @@ class Engine:
 
         Whatever happens, its hold does not outlive it unless a stream has taken it over.
         """
+        project = route.connection.project
+        if project is not None and project.current() is None and await project.discover() is None:
+            # A Code Assist login names its project in every request; it is found once, here
+            # when start-up could not.
+            return Failure(
+                FailureClass.SERVER, f"the Code Assist project is not known: {project.problem}"
+            )
         sent = route.connection.credential()
         trail.in_flight = False
         try:
@@ -253,7 +261,9 @@ class Engine:
         parsed = whole_reply(adapter, body)
         if isinstance(parsed, Failure):
             return parsed
-        if streams_only(adapter) or translation is not None:
+        if streams_only(adapter) or translation is not None or envelope_of(adapter) is not None:
+            # The client gets a reply the upstream did not send as such: assembled from a
+            # stream, translated, or taken out of its envelope.
             try:
                 body = (
                     translation.reply(adapter.api, parsed)
@@ -282,6 +292,7 @@ class Engine:
     ) -> StreamReply | Failure:
         """Hold the stream's preamble until content starts, then hand the stream over."""
         adapter = route.adapter
+        envelope = envelope_of(adapter)
         relay = StreamRelay(
             response,
             adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk),
@@ -289,6 +300,7 @@ class Engine:
             translation.stream(adapter.api) if translation is not None else None,
             first_content_s=self._timeouts.first_content_s,
             max_stream_s=self._timeouts.max_stream_s,
+            unwrap=envelope.unwrap_event if envelope is not None else None,
         )
         failure = await relay.prime()
         if failure is not None:

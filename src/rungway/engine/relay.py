@@ -30,6 +30,8 @@ from rungway.protocol.usage import ReportedUsage
 
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
+Unwrap = Callable[[SseEvent], SseEvent]
+"""Takes one upstream event out of its envelope (`adapters.base.Enveloped`)."""
 log = logging.getLogger("rungway.engine")
 
 
@@ -55,6 +57,7 @@ class StreamRelay:
         *,
         first_content_s: float = 300.0,
         max_stream_s: float = 3600.0,
+        unwrap: Unwrap | None = None,
     ) -> None:
         self._response = response
         self._first_content_s = first_content_s
@@ -62,7 +65,9 @@ class StreamRelay:
         self._watcher = watcher
         self._error_event = error_event
         self._translate = translate
-        self._splitter = SseSplitter()
+        # An enveloped upstream's events are unwrapped as they are split, so the relay's
+        # own loop is the same for every upstream.
+        self._splitter = SseSplitter() if unwrap is None else _UnwrappingSplitter(unwrap)
         self._pending: list[bytes] = []
         self.committed_at: float | None = None
 
@@ -232,6 +237,20 @@ class RelayBody:
             if not self._ending.ended:
                 self._close_upstream()
                 self._ending.end(None, outcome="client_closed")
+
+
+class _UnwrappingSplitter(SseSplitter):
+    """Splits a stream into events, each taken out of its upstream's envelope."""
+
+    __slots__ = ("_unwrap",)
+
+    def __init__(self, unwrap: Unwrap) -> None:
+        super().__init__()
+        self._unwrap = unwrap
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The complete events so far, unwrapped."""
+        return [self._unwrap(event) for event in super().feed(chunk)]
 
 
 def _transport_failure(error: UpstreamTimeout | UpstreamUnreachable) -> Failure:

@@ -41,6 +41,8 @@ _PRICE_PROVIDER: Final[Mapping[str, str]] = {
     "codex": "openai",  # the ChatGPT backend serves OpenAI's models at OpenAI's list prices
     "deepseek": "deepseek",
     "gemini": "google",
+    # A Code Assist plan serves Google's models; their list price is what the plan saved.
+    "gemini-code-assist": "google",
     "groq": "groq",
     "openrouter": "openrouter",
 }

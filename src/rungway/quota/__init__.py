@@ -11,6 +11,7 @@ from rungway.quota.errors import (
     read_anthropic_unified_error,
     read_codex_error,
     read_gemini_error,
+    read_gemini_minute_window,
     read_openrouter_error,
 )
 from rungway.quota.headers import (
@@ -54,6 +55,7 @@ __all__ = [
     "read_codex_usage",
     "read_copilot_user",
     "read_gemini_error",
+    "read_gemini_minute_window",
     "read_gemini_quota",
     "read_openrouter_error",
     "read_openrouter_key",

@@ -133,6 +133,31 @@ def read_gemini_error(status: int, body: bytes, *, now: float) -> ErrorSignal:
     return ErrorSignal()
 
 
+def read_gemini_minute_window(status: int, body: bytes, *, now: float) -> QuotaWindow | None:
+    """The per-minute window a Gemini 429 shows spent, until its retry delay has passed.
+
+    `read_gemini_error` treats a per-minute quota as a retry (A6.2, rule 5); the window
+    lets the ladder step past that model for the rest of the minute instead of sending it
+    requests that the quota would refuse. None when the error names no per-minute quota.
+    """
+    if status != 429:
+        return None
+    error = _error_object(_json(body))
+    details = [d for d in json_values.array(error.get("details")) if isinstance(d, dict)]
+    violations = [
+        json_values.mapping(v)
+        for v in json_values.array(_detail(details, "QuotaFailure").get("violations"))
+    ]
+    minute = [v for v in violations if "PerMinute" in _text(v.get("quotaId"))]
+    if not minute:
+        return None
+    metadata = json_values.mapping(_detail(details, "ErrorInfo").get("metadata"))
+    delay = _gemini_delay(details, metadata, _text(error.get("message")))
+    wait = _PER_MINUTE_DEFAULT_S if delay is None else min(delay, _LONGEST_RETRY_S)
+    model = _text(json_values.mapping(minute[0].get("quotaDimensions")).get("model"))
+    return _rejected_window("1m", now + wait, now=now, model=model or None)
+
+
 def _gemini_delay(
     details: list[dict[str, Any]], metadata: Mapping[str, Any], message: str
 ) -> float | None:

@@ -32,8 +32,9 @@ from rungway.routing.settings import LadderSettings
 
 log = logging.getLogger("rungway.quota")
 
-Fetch = Callable[[str, Mapping[str, str], float], Awaitable[tuple[int, Mapping[str, str], bytes]]]
-"""GET a URL with headers within a deadline: (status, headers, body)."""
+Fetch = Callable[..., Awaitable[tuple[int, Mapping[str, str], bytes]]]
+"""Read a usage endpoint within a deadline, `fetch(url, headers, deadline_s)`: GET, or POST
+with `body=` for an endpoint read by POST; returns (status, headers, body)."""
 ReadUsage = Callable[[bytes, float], PolledReading]
 _FEED_CHECK_S = 0.01
 """How often a verify that lost the claim looks for the winner's reading."""
@@ -64,6 +65,9 @@ class PollTarget:
     url: str
     headers: Mapping[str, str]
     read: ReadUsage
+    body: Callable[[], bytes | None] | None = None
+    """For an endpoint read by POST (Code Assist's `retrieveUserQuota`): the body to send
+    now, or None while it cannot be written yet (the poll waits for its next turn)."""
 
 
 class UsagePoller:
@@ -181,8 +185,15 @@ class UsagePoller:
         self._last[connection_id] = now
         if not await self._claim.claim(connection_id, now, since, self._hold):
             return False
+        payload = target.body() if target.body is not None else None
+        if target.body is not None and payload is None:
+            return True
         try:
-            status, headers, body = await self._fetch(target.url, target.headers, self._deadline)
+            status, headers, body = (
+                await self._fetch(target.url, target.headers, self._deadline)
+                if payload is None
+                else await self._fetch(target.url, target.headers, self._deadline, body=payload)
+            )
         except Exception as error:  # an unreachable endpoint must not break the request path
             log.warning("usage poll of %s failed: %s", connection_id, error)
             return True

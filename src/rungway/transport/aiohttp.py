@@ -126,13 +126,17 @@ class AiohttpTransport:
         return AiohttpResponse(response.status, response.headers, response, timeouts.idle_s)
 
     async def get(
-        self, url: str, headers: Mapping[str, str], deadline_s: float
+        self, url: str, headers: Mapping[str, str], deadline_s: float, body: bytes | None = None
     ) -> tuple[int, Mapping[str, str], bytes]:
-        """GET `url` (a usage endpoint) and read the whole answer within `deadline_s`."""
+        """GET `url` (a usage endpoint), or POST `body` to it when given (an endpoint read by
+        POST), and read the whole answer within `deadline_s`."""
         if self._session is None:
             raise RuntimeError("AiohttpTransport.start() was not called")
         timeout = aiohttp.ClientTimeout(total=deadline_s)
-        async with self._session.get(url, headers=dict(headers), timeout=timeout) as response:
+        method = "GET" if body is None else "POST"
+        async with self._session.request(
+            method, url, headers=dict(headers), data=body, timeout=timeout
+        ) as response:
             return response.status, response.headers, await response.read()
 
 

@@ -57,6 +57,26 @@ def test_a_claude_login_is_stored_and_the_snippet_printed(
     assert stored.refresh_token == "sk-ant-ort01-fixture-refresh-0123456789"
 
 
+def test_a_gemini_cli_login_is_stored_for_a_code_assist_connection(
+    config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = Fernet.generate_key()
+    monkeypatch.setenv(KEY_ENV, key.decode())
+    source = str(FIXTURES / "gemini.oauth_creds.json")
+    result = CliRunner().invoke(
+        app,
+        ["connections", "import", "gemini", "--from", source, "--name", "g", "-c", str(config)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "provider: gemini-code-assist" in result.output
+    assert "renews itself" in result.output
+    assert "fixture-access" not in result.output
+    stored = CredentialStore(tmp_path / "store.enc", key).get("g")
+    assert stored.kind == "gemini"
+    assert stored.refresh_token == "1//0g-fixture-refresh"
+    assert stored.expires_at == 1790003600.0
+
+
 def test_the_key_file_is_made_on_first_import_when_no_key_is_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,7 +103,7 @@ def test_the_key_file_is_made_on_first_import_when_no_key_is_set(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["gemini", "--name", "x"], "unknown login kind 'gemini'"),
+        (["cursor", "--name", "x"], "unknown login kind 'cursor'"),
         (["claude", "--name", "bad name"], "--name 'bad name'"),
         (["claude", "--name", "x", "--from", "/nonexistent.json"], "cannot read"),
     ],

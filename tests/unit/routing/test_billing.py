@@ -153,7 +153,8 @@ def test_costs_nothing_extra_means_subscription_or_keyless(
     [
         ("anthropic", "oauth", SUB, HARD),
         ("codex", "oauth", SUB, HARD),
-        ("gemini", "oauth", SUB, HARD),
+        ("gemini-code-assist", "oauth", SUB, HARD),
+        ("gemini", "apikey", METERED, PAID),
         ("anthropic", "apikey", METERED, PAID),
         ("openai", "apikey", METERED, PAID),
     ],

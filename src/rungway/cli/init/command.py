@@ -20,7 +20,6 @@ from rich.markup import escape
 from rungway.cli.config_file import ENV_VAR, FILE_NAME, find_config, user_config_path
 from rungway.cli.import_login import ImportedLogin, store_login
 from rungway.cli.init.discovery import (
-    GEMINI_LOGIN,
     KEY_VARIABLES,
     LOGIN_NAMES,
     SUBSCRIPTION_LOGINS,
@@ -121,15 +120,14 @@ def _report(found: Discovery) -> None:
 
 def _nothing_found(found: Discovery) -> None:
     looked = [f"{LOGIN_NAMES[kind]} login at {login_path(kind)}" for kind in SUBSCRIPTION_LOGINS]
-    looked.append(f"Gemini CLI login at {Path(GEMINI_LOGIN).expanduser()}")
     looked.append("API keys in " + ", ".join(f"${variable}" for variable, _ in KEY_VARIABLES))
     looked.append(f"Ollama at {found.ollama_url} (set $OLLAMA_HOST if it runs elsewhere)")
     err.print("[bold]rungway: found nothing to connect to[/]; nothing was written. Looked for:")
     for place in looked:
         err.print(f"  - {place}", markup=False)
     err.print(
-        "\nLog in with Claude Code or Codex, set an API key, or start Ollama, then run "
-        "`rungway init` again; or write the config yourself, for example:\n"
+        "\nLog in with Claude Code, Codex or the Gemini CLI, set an API key, or start Ollama, "
+        "then run `rungway init` again; or write the config yourself, for example:\n"
     )
     err.print(EXAMPLE, markup=False)
 

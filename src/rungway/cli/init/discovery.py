@@ -27,6 +27,7 @@ KEY_VARIABLES: tuple[tuple[str, Provider], ...] = (
     ("DEEPSEEK_API_KEY", "deepseek"),
     ("OPENROUTER_API_KEY", "openrouter"),
     ("GROQ_API_KEY", "groq"),
+    ("GEMINI_API_KEY", "gemini"),
 )
 """The environment variables each provider's own tools read an API key from."""
 
@@ -34,12 +35,12 @@ LOGIN_NAMES: dict[LoginKind, str] = {
     "claude": "Claude Code",
     "codex": "Codex",
     "copilot": "GitHub Copilot",
+    "gemini": "Gemini CLI",
 }
 
-SUBSCRIPTION_LOGINS: tuple[LoginKind, ...] = ("claude", "codex")
+SUBSCRIPTION_LOGINS: tuple[LoginKind, ...] = ("claude", "codex", "gemini")
 """The plan logins looked for; a Copilot token is imported with `rungway connections import`."""
 
-GEMINI_LOGIN = "~/.gemini/oauth_creds.json"
 OLLAMA_HOST_VAR = "OLLAMA_HOST"
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
 OLLAMA_TIMEOUT_S = 1.5
@@ -107,10 +108,6 @@ def discover() -> Discovery:
             notes.append(f"{LOGIN_NAMES[kind]} login cannot be used: {error}")
             continue
         logins.append(LoginFound(kind, path))
-    # No provider speaks Gemini Code Assist yet, so its login is only mentioned.
-    gemini = Path(GEMINI_LOGIN).expanduser()
-    if gemini.is_file():
-        notes.append(f"Gemini CLI login found but not supported yet ({gemini})")
     keys = tuple(
         KeyFound(variable, provider)
         for variable, provider in KEY_VARIABLES

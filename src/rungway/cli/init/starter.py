@@ -23,6 +23,7 @@ _SUBSCRIPTION: dict[LoginKind, tuple[str, tuple[str, ...], str]] = {
     # (connection id and store name, models, what the subscription is)
     "claude": ("claude-plan", ("claude-sonnet-4-5", "claude-haiku-4-5"), "Claude plan"),
     "codex": ("codex-plan", ("gpt-5-codex", "gpt-5"), "ChatGPT plan"),
+    "gemini": ("gemini-plan", ("gemini-2.5-pro", "gemini-2.5-flash"), "Gemini Code Assist plan"),
 }
 
 _KEYED: dict[Provider, tuple[str, tuple[str, ...]]] = {
@@ -32,6 +33,7 @@ _KEYED: dict[Provider, tuple[str, tuple[str, ...]]] = {
     "deepseek": ("deepseek", ("deepseek-chat", "deepseek-reasoner")),
     "openrouter": ("openrouter", ("deepseek/deepseek-chat-v3.1", "openai/gpt-5-mini")),
     "groq": ("groq", ("openai/gpt-oss-120b", "llama-3.3-70b-versatile")),
+    "gemini": ("gemini-api", ("gemini-2.5-flash", "gemini-2.5-pro")),
 }
 
 # Every connection above serves something below premium (a plan, a local model or a cheap
