@@ -366,3 +366,10 @@ def test_google_apis_send_no_quota_headers_and_take_their_own_credential() -> No
     window = {"name": "d", "capacity": 1, "length_s": 86400, "reset_zone": "Mars/Olympus"}
     with pytest.raises(ValueError, match="reset_zone"):
         Scenario.model_validate({**base, "windows": [window]})
+
+
+def test_an_echoing_fault_quotes_the_gemini_key(sim: SimUpstream) -> None:
+    sim.push_fault(HttpErrorFault(status=400, message="Bad key", echo_credential=True))
+    response = post(sim, GENERATE, _body())
+    assert response.status == 400
+    assert response.json()["error"]["message"] == f"Bad key: {KEY}"

@@ -362,5 +362,6 @@ class GenerationService:
 def _echoed(message: str | None, recorded: RecordedRequest) -> str:
     """An error message that quotes, whole, the credential the request presented."""
     scheme, _, token = (recorded.header("authorization") or "").strip().partition(" ")
-    sent = token.strip() if token.strip() else recorded.header("x-api-key") or scheme
+    key = recorded.header("x-api-key") or recorded.header("x-goog-api-key")
+    sent = token.strip() if token.strip() else key or scheme
     return f"{message or 'Incorrect API key provided'}: {sent or '(none)'}"
