@@ -14,6 +14,7 @@ import orjson
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
+from rungway.protocol.api import Api
 from rungway.protocol.sse import SseSplitter
 from rungway.translate.anthropic import ANTHROPIC
 from rungway.translate.canonical import (
@@ -32,6 +33,7 @@ from rungway.translate.canonical import (
     ThinkingDelta,
     UsageReported,
 )
+from tests.unit.translate.recorded import UPSTREAM_STREAM, recorded
 
 REQUEST = Request(model="claude-sonnet-4-5", messages=(), stream=True, temperature_max=1.0)
 STREAM_EVENT: TypeAdapter[anthropic.types.RawMessageStreamEvent] = TypeAdapter(
@@ -112,153 +114,9 @@ def read_all(stream: bytes) -> list[Event]:
 
 # Reading an Anthropic upstream
 
-UPSTREAM = b"".join(
-    [
-        frame(
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_01",
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [],
-                    "model": "claude-sonnet-4-5-20250929",
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {
-                        "input_tokens": 25,
-                        "cache_creation_input_tokens": 100,
-                        "cache_read_input_tokens": 2000,
-                        "output_tokens": 1,
-                    },
-                },
-            },
-        ),
-        frame(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-            },
-        ),
-        frame("ping", {"type": "ping"}),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "thinking_delta", "thinking": "Let me think."},
-            },
-        ),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "signature_delta", "signature": "sig-abc"},
-            },
-        ),
-        frame("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        # A server tool call and its result: no canonical form, so no canonical index.
-        frame(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 1,
-                "content_block": {
-                    "type": "server_tool_use",
-                    "id": "srvtoolu_1",
-                    "name": "web_search",
-                    "input": {},
-                },
-            },
-        ),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 1,
-                "delta": {"type": "input_json_delta", "partial_json": '{"query":"x"}'},
-            },
-        ),
-        frame("content_block_stop", {"type": "content_block_stop", "index": 1}),
-        frame(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 2,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 2,
-                "delta": {"type": "text_delta", "text": "Hello"},
-            },
-        ),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 2,
-                "delta": {"type": "text_delta", "text": " world"},
-            },
-        ),
-        frame("content_block_stop", {"type": "content_block_stop", "index": 2}),
-        frame(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 3,
-                "content_block": {
-                    "type": "tool_use",
-                    "id": "toolu_1",
-                    "name": "get_weather",
-                    "input": {},
-                },
-            },
-        ),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 3,
-                "delta": {"type": "input_json_delta", "partial_json": ""},
-            },
-        ),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 3,
-                "delta": {"type": "input_json_delta", "partial_json": '{"city":'},
-            },
-        ),
-        frame(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 3,
-                "delta": {"type": "input_json_delta", "partial_json": ' "Paris"}'},
-            },
-        ),
-        frame("content_block_stop", {"type": "content_block_stop", "index": 3}),
-        frame("something_new", {"type": "something_new", "detail": 1}),
-        frame(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 89},
-            },
-        ),
-        frame("message_stop", {"type": "message_stop"}),
-    ]
-)
+UPSTREAM = recorded(Api.ANTHROPIC_MESSAGES, UPSTREAM_STREAM)
+"""A stream with signed thinking, a server tool call (which has no canonical form), text, a
+tool call whose arguments come in pieces, and an event type the reader does not know."""
 
 
 def test_an_anthropic_stream_reads_into_canonical_events() -> None:

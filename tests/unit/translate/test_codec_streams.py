@@ -40,6 +40,7 @@ from rungway.translate.canonical import (
 from rungway.translate.codec import Codec
 from rungway.translate.codecs import codec_for
 from tests.unit.translate.declared import carried_usage, declared_drops
+from tests.unit.translate.recorded import UPSTREAM_STREAM, apis_with, recorded
 
 APIS = pytest.mark.parametrize("api", list(Api), ids=lambda api: api.value)
 LONG_NAME = "mcp__workspace_server__" + "search_every_document_in_the_shared_drive_" * 2
@@ -232,6 +233,14 @@ def check_round_trip(codec: Codec, events: list[Event]) -> list[Event]:
 @pytest.mark.parametrize("name", list(SEQUENCES))
 def test_a_stream_reads_back_as_the_same_reply_in_the_same_pieces(api: Api, name: str) -> None:
     check_round_trip(codec_for(api), SEQUENCES[name])
+
+
+@pytest.mark.parametrize("api", apis_with(UPSTREAM_STREAM), ids=lambda api: api.value)
+def test_a_recorded_upstream_stream_written_again_reads_as_the_same_reply(api: Api) -> None:
+    codec = codec_for(api)
+    first = read(codec, recorded(api, UPSTREAM_STREAM))
+    assert any(isinstance(event, BlockStarted) for event in first)
+    check_round_trip(codec, first)
 
 
 @APIS

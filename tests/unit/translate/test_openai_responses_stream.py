@@ -4,7 +4,6 @@ written as a stream a Responses client (and the openai SDK) reads."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -23,6 +22,7 @@ from openai.types.responses import (
 )
 from pydantic import TypeAdapter
 
+from rungway.protocol.api import Api
 from rungway.protocol.sse import SseSplitter, encode_event
 from rungway.translate.canonical import (
     ArgumentsDelta,
@@ -48,8 +48,8 @@ from rungway.translate.canonical import (
 from rungway.translate.names import short_tool_name
 from rungway.translate.openai_responses import OPENAI_RESPONSES
 from rungway.translate.openai_responses_stream import ANTHROPIC_SIGNATURE
+from tests.unit.translate.recorded import UPSTREAM_STREAM, recorded
 
-FIXTURES = Path(__file__).parents[2] / "fixtures" / "translate" / "openai_responses"
 STREAM_EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 LONG_NAME = "mcp__workspace_server__" + "search_every_document_in_the_shared_drive_" * 2
 REQUEST = Request(
@@ -92,7 +92,7 @@ UPSTREAM_USAGE = CanonicalUsage(
 
 
 def test_a_recorded_upstream_stream_reads_into_blocks() -> None:
-    raw = (FIXTURES / "upstream_stream.sse").read_bytes()
+    raw = recorded(Api.OPENAI_RESPONSES, UPSTREAM_STREAM)
     assert read(raw) == [
         Started(id="resp_77b1", model="gpt-5-codex", created=1756000100),
         BlockStarted(0, "thinking"),
@@ -120,7 +120,7 @@ def test_a_recorded_upstream_stream_reads_into_blocks() -> None:
 
 @given(st.lists(st.integers(min_value=0, max_value=6000), max_size=8))
 def test_any_split_of_the_upstream_bytes_reads_the_same(cuts: list[int]) -> None:
-    raw = (FIXTURES / "upstream_stream.sse").read_bytes()
+    raw = recorded(Api.OPENAI_RESPONSES, UPSTREAM_STREAM)
     splitter = SseSplitter()
     reader = OPENAI_RESPONSES.stream_reader(REQUEST)
     events: list[Event] = []
