@@ -4,13 +4,10 @@
 rungway's form of a GenerateContentRequest: the wire fields plus `model` and `stream`
 (see `protocol.gemini`).
 
-Gemini's function calls often carry no id (`functionCall.id` is optional): a call is then
-answered by a `functionResponse` of the same name, in order. The reader gives each call of
-a client's conversation without an id the id `call_<content index>_<part index>` (the same
-every time the conversation is sent again) and pairs each response without an id with the
-oldest unanswered call of its name. The writer sends the canonical ids in both `id` fields,
-names each response after the call it answers, and puts a turn's responses in the order of
-its calls.
+Gemini matches a `functionResponse` to its call by name and order, or by `id` when the call
+has one (see `gemini_read` for the ids the reader gives calls without). The writer sends the
+canonical ids in both `id` fields, names each response after the call it answers, and puts
+a turn's responses in the order of its calls.
 """
 
 from __future__ import annotations
@@ -18,20 +15,17 @@ from __future__ import annotations
 import base64
 import itertools
 import mimetypes
-from collections import deque
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import orjson
 
 from rungway.protocol.api import Api
-from rungway.protocol.gemini import bare_model, field
+from rungway.protocol.gemini import bare_model
 from rungway.translate.canonical import (
     Image,
     Message,
-    OutputFormat,
     Part,
-    Reasoning,
     Reply,
     Request,
     Text,
@@ -42,6 +36,7 @@ from rungway.translate.canonical import (
     ToolNamed,
     ToolResult,
 )
+from rungway.translate.gemini_read import read_request
 from rungway.translate.gemini_stream import (
     SKIP_SIGNATURE,
     GeminiStreamReader,
@@ -74,21 +69,6 @@ DROPPED_FIELDS = frozenset(
 """Canonical fields the Gemini writers leave out on purpose (request fields the reader
 cannot carry are named per request in `Request.dropped`)."""
 
-_READ_FIELDS = frozenset(
-    {"model", "stream", "contents", "systemInstruction", "system_instruction", "tools"}
-    | {"toolConfig", "tool_config", "generationConfig", "generation_config"}
-)
-_READ_GENERATION = frozenset(
-    {"maxOutputTokens", "temperature", "topP", "stopSequences", "candidateCount"}
-    | {"responseMimeType", "responseSchema", "responseJsonSchema", "thinkingConfig"}
-)
-_LEVELS: dict[Any, Literal["minimal", "low", "medium", "high"]] = {
-    "MINIMAL": "minimal",
-    "LOW": "low",
-    "MEDIUM": "medium",
-    "HIGH": "high",
-    "XHIGH": "high",
-}
 _JSON = "application/json"
 
 
@@ -99,35 +79,7 @@ class GeminiCodec:
 
     def read_request(self, body: dict[str, Any]) -> Request:
         """A client's GenerateContentRequest (rungway's form) as a canonical request."""
-        if not isinstance(body.get("model"), str):
-            raise ValueError("model is required (a string)")
-        dropped = [key for key in body if key not in _READ_FIELDS]
-        system = _read_system(field(body, "systemInstruction"))
-        messages = _read_contents(body.get("contents") or [], dropped)
-        tools = _read_tools(body.get("tools") or [], dropped)
-        tools, choice = _read_tool_config(field(body, "toolConfig"), tools, dropped)
-        config = field(body, "generationConfig") or {}
-        dropped += [
-            f"generationConfig.{key}" for key in config if _camel(key) not in _READ_GENERATION
-        ]
-        if (field(config, "candidateCount") or 1) > 1:
-            dropped.append("generationConfig.candidateCount")
-        return Request(
-            model=bare_model(body["model"]),
-            messages=messages,
-            system=system,
-            tools=tools,
-            tool_choice=choice,
-            max_tokens=field(config, "maxOutputTokens"),
-            temperature=field(config, "temperature"),
-            temperature_max=2.0,
-            top_p=field(config, "topP"),
-            stop=tuple(field(config, "stopSequences") or ()),
-            stream=body.get("stream") is True,
-            reasoning=_read_thinking(field(config, "thinkingConfig")),
-            output_format=_read_output_format(config, dropped),
-            dropped=tuple(dict.fromkeys(dropped)),
-        )
+        return read_request(body)
 
     def write_request(self, request: Request, *, model: str) -> dict[str, Any]:
         """The GenerateContentRequest (rungway's form) for `request`, asking for `model`."""
@@ -165,189 +117,6 @@ class GeminiCodec:
 
 GEMINI = GeminiCodec()
 """The Gemini API codec."""
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.title() for word in rest)
-
-
-def _read_system(system: Any) -> tuple[Text, ...]:
-    if not isinstance(system, dict):
-        return ()
-    parts = system.get("parts") or []
-    return tuple(Text(part["text"]) for part in parts if isinstance(part.get("text"), str))
-
-
-def _read_contents(contents: list[Any], dropped: list[str]) -> tuple[Message, ...]:
-    messages: list[Message] = []
-    unanswered: dict[str, deque[str]] = {}
-    for number, content in enumerate(contents):
-        if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
-            raise ValueError(f"contents[{number}] must be a Content object with `parts`")
-        role: Literal["user", "assistant"] = (
-            "assistant" if content.get("role") == "model" else "user"
-        )
-        parts: list[Part] = []
-        for index, part in enumerate(content["parts"]):
-            if not isinstance(part, dict):
-                raise ValueError(f"contents[{number}].parts[{index}] must be a Part object")
-            parts += _read_part(part, f"call_{number}_{index}", unanswered, dropped)
-        if not parts:
-            continue
-        if messages and messages[-1].role == role:
-            messages[-1] = Message(role, messages[-1].parts + tuple(parts))
-        else:
-            messages.append(Message(role, tuple(parts)))
-    return tuple(messages)
-
-
-def _read_part(
-    part: dict[str, Any], call_id: str, unanswered: dict[str, deque[str]], dropped: list[str]
-) -> list[Part]:
-    """A part as canonical parts: a signature on a part that is not a thought becomes a
-    signed, empty Thinking before it, so a Gemini writer can put it back in place."""
-    signature = field(part, "thoughtSignature")
-    if signature == SKIP_SIGNATURE:
-        signature = None
-    lead: list[Part] = []
-    if signature and not part.get("thought"):
-        lead = [Thinking("", signature=signature, origin="gemini")]
-    text = part.get("text")
-    if isinstance(text, str):
-        if part.get("thought"):
-            return [Thinking(text, signature=signature or None, origin="gemini")]
-        return [*lead, Text(text)] if text else lead
-    call = field(part, "functionCall")
-    if isinstance(call, dict):
-        call_id = call.get("id") or call_id
-        unanswered.setdefault(call["name"], deque()).append(call_id)
-        arguments = orjson.dumps(call.get("args") or {}).decode()
-        return [*lead, ToolCall(call_id, call["name"], arguments)]
-    response = field(part, "functionResponse")
-    if isinstance(response, dict):
-        waiting = unanswered.get(response["name"])
-        answered = response.get("id") or (waiting.popleft() if waiting else call_id)
-        return [*lead, _read_result(answered, response.get("response") or {})]
-    image = _read_image(part, dropped)
-    if image is not None:
-        return [*lead, image]
-    return lead
-
-
-def _read_result(call_id: str, response: dict[str, Any]) -> ToolResult:
-    """A function's response: Google's `output` or `error` text as it is, else its JSON."""
-    if response.keys() == {"output"} and isinstance(response["output"], str):
-        return ToolResult(call_id, (Text(response["output"]),))
-    if response.keys() == {"error"} and isinstance(response["error"], str):
-        return ToolResult(call_id, (Text(response["error"]),), is_error=True)
-    return ToolResult(call_id, (Text(orjson.dumps(response).decode()),))
-
-
-def _read_image(part: dict[str, Any], dropped: list[str]) -> Image | None:
-    inline = field(part, "inlineData")
-    if isinstance(inline, dict):
-        media_type = field(inline, "mimeType")
-        if media_type.startswith("image/"):
-            return Image(media_type=media_type, data=inline["data"])
-        dropped.append(f"contents.inlineData.{media_type}")  # audio, video, PDF
-        return None
-    file = field(part, "fileData")
-    if isinstance(file, dict):
-        media_type = field(file, "mimeType")
-        if media_type is None or media_type.startswith("image/"):
-            # By URL, as the canonical form keeps images from the web; the type is guessed
-            # again from the URL when written.
-            return Image(url=field(file, "fileUri"))
-        dropped.append(f"contents.fileData.{media_type}")
-        return None
-    kinds = [key for key in part if key not in ("thought", "thoughtSignature", "thought_signature")]
-    dropped += [f"contents.{kind}" for kind in kinds]  # executable code, video metadata, ...
-    return None
-
-
-def _read_tools(tools: list[Any], dropped: list[str]) -> tuple[Tool, ...]:
-    read: list[Tool] = []
-    for tool in tools:
-        declarations = field(tool, "functionDeclarations")
-        dropped += [f"tools.{key}" for key in tool if _camel(key) != "functionDeclarations"]
-        for declaration in declarations or ():
-            schema = field(declaration, "parametersJsonSchema")
-            if schema is None:
-                schema = json_schema(declaration.get("parameters"))
-            if not isinstance(schema, dict):
-                schema = {"type": "object", "properties": {}}
-            read.append(Tool(declaration["name"], declaration.get("description"), schema))
-    return tuple(read)
-
-
-def json_schema(schema: Any) -> Any:
-    """Gemini's OpenAPI-style `Schema` as JSON Schema: types in lower case, and `nullable`
-    as a `null` type."""
-    if isinstance(schema, list):
-        return [json_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    converted: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, str):
-            converted[key] = value.lower()
-        elif key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            converted[key] = {name: json_schema(item) for name, item in value.items()}
-        elif key != "nullable":
-            converted[key] = json_schema(value)
-    if schema.get("nullable") is True and isinstance(converted.get("type"), str):
-        converted["type"] = [converted["type"], "null"]
-    return converted
-
-
-def _read_tool_config(
-    config: Any, tools: tuple[Tool, ...], dropped: list[str]
-) -> tuple[tuple[Tool, ...], ToolChoice | None]:
-    """The tool choice, and the tools narrowed to `allowedFunctionNames` when it names some."""
-    calling = field(config, "functionCallingConfig") if isinstance(config, dict) else None
-    if not isinstance(calling, dict):
-        return tools, None
-    mode = str(calling.get("mode") or "AUTO").upper()
-    allowed = field(calling, "allowedFunctionNames") or []
-    if mode == "NONE":
-        return tools, "none"
-    if mode in ("AUTO", "MODE_UNSPECIFIED"):
-        return tools, "auto"
-    if mode == "VALIDATED":
-        dropped.append("toolConfig.functionCallingConfig.mode.VALIDATED")  # read as AUTO
-        return tools, "auto"
-    if len(allowed) == 1:
-        return tools, ToolNamed(allowed[0])
-    if allowed:  # ANY of several: the model may call only those
-        return tuple(tool for tool in tools if tool.name in allowed), "required"
-    return tools, "required"
-
-
-def _read_thinking(config: Any) -> Reasoning | None:
-    if not isinstance(config, dict):
-        return None
-    level = _LEVELS.get(str(field(config, "thinkingLevel") or "").upper())
-    budget = field(config, "thinkingBudget")
-    if budget == 0:
-        return None if level is None else Reasoning(effort=level)  # thinking turned off
-    if budget is None or budget < 0:  # -1: the model decides how much to think
-        return None if level is None and budget is None else Reasoning(effort=level or "medium")
-    return Reasoning(effort=level, budget_tokens=budget)
-
-
-def _read_output_format(config: dict[str, Any], dropped: list[str]) -> OutputFormat | None:
-    media_type = field(config, "responseMimeType")
-    schema = field(config, "responseJsonSchema")
-    if schema is None and field(config, "responseSchema") is not None:
-        schema = json_schema(field(config, "responseSchema"))
-    if media_type == _JSON:
-        return OutputFormat(schema=schema if isinstance(schema, dict) else None)
-    if media_type not in (None, "text/plain"):
-        dropped.append(f"generationConfig.responseMimeType.{media_type}")  # text/x.enum
-    if schema is not None:
-        dropped.append("generationConfig.responseSchema")  # a schema without JSON output
-    return None
 
 
 def _write_contents(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -437,12 +206,15 @@ def _write_result(result: ToolResult) -> dict[str, Any]:
 
 def _responses_first(calls: list[dict[str, Any]], parts: list[dict[str, Any]]) -> list[Any]:
     """Function responses lead the turn after the calls, in the order of the calls."""
-    order = [part["functionCall"]["name"] for part in calls if "functionCall" in part]
+    order = [part["functionCall"] for part in calls if "functionCall" in part]
     responses = [part for part in parts if "functionResponse" in part]
     rest = [part for part in parts if "functionResponse" not in part]
     ranked: list[dict[str, Any]] = []
-    for name in order:
-        found = next((r for r in responses if r["functionResponse"]["name"] == name), None)
+    for call in order:
+        found = next(
+            (r for r in responses if r["functionResponse"]["id"] == call.get("id")),
+            next((r for r in responses if r["functionResponse"]["name"] == call["name"]), None),
+        )
         if found is not None:
             responses.remove(found)
             ranked.append(found)
