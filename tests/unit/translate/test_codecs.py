@@ -21,6 +21,7 @@ from rungway.translate.canonical import (
     CanonicalUsage,
     Image,
     Message,
+    OutputFormat,
     Reply,
     Request,
     Stop,
@@ -299,9 +300,11 @@ def test_a_long_tool_name_comes_back_whole_or_as_its_stable_short_form(api: Api)
     assert name in (LONG_NAME, short_tool_name(LONG_NAME))
     assert back.messages[1].parts == (ToolCall("call_1", name, "{}"),)
     assert back.tool_choice == ToolNamed(name)
-    # A reply naming the short form is read as the name the client declared.
-    reply = dataclasses.replace(REPLY, parts=(ToolCall("call_9", LONG_NAME, "{}"),))
-    assert reply_round_trip(codec, reply, request).parts == reply.parts
+    # An upstream's reply calls the tool by the name the writer sent it; the reader gives the
+    # call back the name the client declared.
+    answer = dataclasses.replace(REPLY, parts=(ToolCall("call_9", name, "{}"),))
+    body = codec.write_reply(answer, dataclasses.replace(request, tools=back.tools))
+    assert codec.read_reply(body, request).parts == (ToolCall("call_9", LONG_NAME, "{}"),)
 
 
 @APIS
@@ -350,6 +353,16 @@ def test_thinking_comes_back_exactly_as_sent_or_not_at_all(api: Api) -> None:
     assert len({part.origin for part in kept if part.signature or part.redacted}) <= 1
     if len(kept) < len(SIGNED):
         assert any(name.startswith(("thinking", "redacted")) for name in declared_drops(codec))
+
+
+@APIS
+@pytest.mark.parametrize(("name", "strict"), [(None, None), ("answer", True)])
+def test_an_output_schema_round_trips(api: Api, name: str | None, strict: bool | None) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    output = OutputFormat(schema, name, strict)
+    back = round_trip(codec_for(api), dataclasses.replace(REQUEST, output_format=output))
+    assert back.output_format is not None
+    assert back.output_format.schema == schema
 
 
 # Replies

@@ -503,13 +503,6 @@ def test_read_reply_takes_text_calls_reasoning_and_usage() -> None:
     )
 
 
-def test_read_reply_restores_shortened_tool_names() -> None:
-    body = fixture("reply.json")
-    body["output"][2]["name"] = short_tool_name(LONG_NAME)
-    reply = OPENAI_RESPONSES.read_reply(body, REQUEST)
-    assert reply.parts[-1] == ToolCall("call_W1", LONG_NAME, '{"city":"Paris"}')
-
-
 @pytest.mark.parametrize(
     ("status", "details", "stop"),
     [
