@@ -21,8 +21,7 @@ from rungway.sim.faults import Fault
 from rungway.sim.oauth.token_spec import OAuthSpec
 
 ApiKind = Literal["anthropic", "openai", "responses", "gemini", "code-assist"]
-GOOGLE_APIS = frozenset({"gemini", "code-assist"})
-"""The Google wire APIs: the Gemini API (API key) and Gemini Code Assist (Google login)."""
+GOOGLE_APIS = frozenset({"gemini", "code-assist"})  # the Gemini API and Gemini Code Assist
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
 WindowUnit = Literal["tokens", "requests", "input_tokens", "output_tokens"]
 UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter"]
@@ -217,6 +216,9 @@ class ResponseSpec(_Frozen):
     chunk_tokens: int = Field(default=4, ge=1)
     first_byte_ms: float = Field(default=0, ge=0)
     chunk_interval_ms: float = Field(default=0, ge=0)
+    thought_tokens: int = Field(default=0, ge=0)
+    """Tokens a Gemini reply spends thinking, reported as `thoughtsTokenCount` apart from
+    the candidates' count, unless the request sets `thinkingBudget: 0`."""
 
 
 class Scenario(_Frozen):
@@ -255,6 +257,14 @@ class Scenario(_Frozen):
         auth = raw.get("auth")
         kind = auth.kind if isinstance(auth, AuthSpec) else (auth or {}).get("kind")
         return {**raw, "usage_endpoint": "claude"} if kind == "bearer" else raw
+
+    @model_validator(mode="before")
+    @classmethod
+    def _code_assist_serves_its_quota(cls, raw: Any) -> Any:
+        # retrieveUserQuota is one of Code Assist's own methods (A6.1).
+        if isinstance(raw, dict) and raw.get("api") == "code-assist":
+            return {"usage_endpoint": "gemini", **raw}
+        return raw
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -303,9 +313,8 @@ class Scenario(_Frozen):
         if self.quota_headers != "none":
             # Google reports quota in error bodies and retrieveUserQuota, never in headers.
             raise ValueError(f"api {self.api!r} sends no quota headers (quota_headers: none)")
-        if self.usage_endpoint not in ("none", "gemini") or (
-            self.api == "gemini" and self.usage_endpoint != "none"
-        ):
+        own = "gemini" if self.api == "code-assist" else "none"
+        if self.usage_endpoint not in ("none", own):
             raise ValueError("only api: code-assist serves a usage endpoint (gemini)")
         wanted = "x-api-key" if self.api == "gemini" else "bearer"
         if self.auth.kind not in (wanted, "none"):

@@ -241,3 +241,9 @@ def test_the_builtin_scenario_is_served_as_code_assist() -> None:
         response = call(sim, "generateContent", body, token=scenario.auth.token or "")
         assert response.status == 200
         types.GenerateContentResponse.model_validate(response.json()["response"])
+
+
+def test_code_assist_serves_retrieve_user_quota_unless_told_not_to() -> None:
+    base = code_assist_scenario().model_dump(exclude={"usage_endpoint"})
+    assert Scenario.model_validate(base).usage_endpoint == "gemini"
+    assert Scenario.model_validate({**base, "usage_endpoint": "none"}).usage_endpoint == "none"

@@ -14,7 +14,14 @@ from google import genai
 from google.genai import errors, types
 
 from rungway.quota.errors import read_gemini_error
-from rungway.sim import HttpErrorFault, Scenario, SimUpstream, StreamErrorFault
+from rungway.sim import (
+    HttpErrorFault,
+    ResponseSpec,
+    Scenario,
+    SimUpstream,
+    StreamErrorFault,
+    WindowSpec,
+)
 from rungway.sim.scenario import builtin_scenario, load_scenario
 
 from .conftest import START, RawResponse, request
@@ -373,3 +380,42 @@ def test_an_echoing_fault_quotes_the_gemini_key(sim: SimUpstream) -> None:
     response = post(sim, GENERATE, _body())
     assert response.status == 400
     assert response.json()["error"]["message"] == f"Bad key: {KEY}"
+
+
+def test_a_spent_token_window_names_the_input_token_quota() -> None:
+    scenario = gemini_scenario().model_copy(
+        update={
+            "windows": (
+                WindowSpec(name="tpm", unit="input_tokens", capacity=5, length_s=60, model=FLASH),
+            )
+        }
+    )
+    with SimUpstream(scenario) as tight:
+        assert post(tight, GENERATE, _body()).status == 200
+        refused = post(tight, GENERATE, _body())
+    assert refused.status == 429
+    details = refused.json()["error"]["details"]
+    (violation,) = next(d for d in details if d["@type"].endswith("QuotaFailure"))["violations"]
+    assert violation["quotaId"] == "GenerateContentInputTokensPerModelPerMinute-FreeTier"
+    assert violation["quotaMetric"].endswith("generate_content_free_tier_input_token_count")
+    signal = read_gemini_error(429, refused.body, now=START)
+    assert not signal.terminal
+    assert signal.retry_after_s is not None
+    assert signal.retry_after_s <= 60
+
+
+def test_unasked_thinking_is_counted_apart_and_a_zero_budget_turns_it_off() -> None:
+    response = {"output_tokens": 4, "thought_tokens": 40}
+    scenario = gemini_scenario().model_copy(
+        update={"windows": (), "response": ResponseSpec.model_validate(response)}
+    )
+    with SimUpstream(scenario) as thinking:
+        reply = post(thinking, GENERATE, _body()).json()
+        off = {"thinkingConfig": {"thinkingBudget": 0, "includeThoughts": True}}
+        plain = post(thinking, GENERATE, _body(generationConfig=off)).json()
+    usage = reply["usageMetadata"]
+    assert (usage["candidatesTokenCount"], usage["thoughtsTokenCount"]) == (4, 40)
+    assert usage["totalTokenCount"] == usage["promptTokenCount"] + 44
+    assert [part.get("thought") for part in reply["candidates"][0]["content"]["parts"]] == [None]
+    assert "thoughtsTokenCount" not in plain["usageMetadata"]
+    assert len(plain["candidates"][0]["content"]["parts"]) == 1

@@ -108,7 +108,7 @@ class CodeAssistDialect(GoogleDialect):
         inner = envelope.get("request")
         if not isinstance(inner, dict):
             return invalid_argument("* request: request is not specified\n")
-        prompt = read_request(inner, CODE_ASSIST_FIELDS)
+        prompt = read_request(inner, CODE_ASSIST_FIELDS, self._scenario.response.thought_tokens)
         if isinstance(prompt, Reply):
             return prompt
         refusal = max_tokens_refusal(spec, prompt)

@@ -205,7 +205,7 @@ class GeminiDialect(GoogleDialect):
             return spec
         if request.body is None:
             return invalid_argument(BAD_JSON, violation=True)
-        prompt = read_request(request.body)
+        prompt = read_request(request.body, thinking=self._scenario.response.thought_tokens)
         if isinstance(prompt, Reply):
             return prompt
         refusal = max_tokens_refusal(spec, prompt)

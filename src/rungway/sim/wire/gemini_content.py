@@ -60,6 +60,9 @@ class Prompt:
     cached_tokens: int
     max_tokens: int | None
     thoughts: bool
+    """Whether the reply shows a thought summary (`thinkingConfig.includeThoughts`)."""
+    thought_tokens: int
+    """What the reply reports as `thoughtsTokenCount` (0: none)."""
     tools: ToolTurn
 
 
@@ -67,8 +70,15 @@ def _object(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def read_request(body: Any, allowed: frozenset[str] = GEMINI_FIELDS) -> Prompt | Reply:
-    """Validate a GenerateContentRequest; the real API's 400 when it would refuse it."""
+def read_request(
+    body: Any, allowed: frozenset[str] = GEMINI_FIELDS, thinking: int = 0
+) -> Prompt | Reply:
+    """Validate a GenerateContentRequest; the real API's 400 when it would refuse it.
+
+    `thinking` is how many tokens the model thinks unasked (the scenario's
+    `response.thought_tokens`); a `thinkingBudget` of 0 turns thinking off, and a thought
+    summary costs at least its own length.
+    """
     if not isinstance(body, dict):
         message = "Invalid JSON payload received. Expected an object."
         return invalid_argument(message, violation=True)
@@ -97,15 +107,25 @@ def read_request(body: Any, allowed: frozenset[str] = GEMINI_FIELDS) -> Prompt |
     ):
         message = "* GenerateContentRequest.generation_config.max_output_tokens: must be positive"
         return invalid_argument(message + "\n")
-    thinking = _object(field(config, "thinkingConfig", "thinking_config"))
     cached = CACHED_CONTENT_TOKENS if field(body, "cachedContent", "cached_content") else 0
+    thinking_config = thinking_of(config)
+    budget = field(thinking_config, "thinkingBudget", "thinking_budget")
+    asked = field(thinking_config, "includeThoughts", "include_thoughts") is True
+    shown = asked and budget != 0
+    spent = 0 if budget == 0 else max(thinking, THOUGHT_TOKENS if shown else 0)
     return Prompt(
         input_tokens=prompt_tokens(body) + cached,
         cached_tokens=cached,
         max_tokens=max_tokens,
-        thoughts=field(thinking, "includeThoughts", "include_thoughts") is True,
+        thoughts=shown,
+        thought_tokens=spent,
         tools=tool_turn(body),
     )
+
+
+def thinking_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A generation config's `thinkingConfig` (empty when absent)."""
+    return _object(field(config, "thinkingConfig", "thinking_config"))
 
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:
@@ -198,7 +218,7 @@ def whole_reply(
 ) -> dict[str, Any]:
     """A complete GenerateContentResponse."""
     parts = answer_parts(completion)
-    thoughts = THOUGHT_TOKENS if prompt.thoughts else None
+    thoughts = prompt.thought_tokens
     if prompt.thoughts:
         parts.insert(0, {"text": THOUGHT_TEXT, "thought": True})
     return {
@@ -226,7 +246,7 @@ def stream_chunks(
         pieces.append(answer_parts(completion))
     else:
         pieces.extend(answer_parts(completion, text) for text in completion.chunks(chunk_tokens))
-    thoughts = THOUGHT_TOKENS if prompt.thoughts else None
+    thoughts = prompt.thought_tokens
     chunks = []
     for index, parts in enumerate(pieces):
         last = index == len(pieces) - 1
