@@ -47,6 +47,8 @@ GEMINI_CLIENT_KEY = "sk-rungway-clients-gemini-cli"
 SUBSCRIPTION_REPLY = "rungway-plan-reply: the simulated Claude plan answered."
 CODEX_REPLY = "rungway-codex-reply: the simulated Codex plan answered."
 CHEAP_REPLY = "rungway-cheap-reply: the simulated cheap provider answered."
+GEMINI_PLAN_REPLY = "rungway-gemini-plan-reply: the simulated Code Assist plan answered."
+FREE_REPLY = "rungway-free-reply: the simulated free-tier Gemini API key answered."
 TOOL_MARKER = "rungway-tool-ok"
 
 # Plenty for a handful of Claude Code or Codex turns (each sends 7k to 13k input tokens);
@@ -144,6 +146,8 @@ class World:
     subscription: SimUpstream
     cheap: SimUpstream
     folder: Path
+    free: SimUpstream | None = None
+    """The free rung, in the Gemini world only: a Gemini API key on the free tier."""
 
     def rows(self) -> list[dict[str, Any]]:
         """Every ledger row, newest first, once all queued rows are written."""
@@ -195,43 +199,81 @@ def _client_key(name: str, key: str, folder: Path) -> dict[str, Any]:
 StartWorld = Callable[..., World]
 
 
+@dataclass(frozen=True)
+class _Subscription:
+    """A simulated plan: its scenario, reply, connection id, provider and API path."""
+
+    scenario: str
+    reply: str
+    connection_id: str
+    provider: str
+    path: str = ""
+
+
+_SUBSCRIPTIONS = {
+    "claude": _Subscription("claude-plan", SUBSCRIPTION_REPLY, "claude-plan", "anthropic"),
+    "codex": _Subscription(
+        "codex-plan", CODEX_REPLY, "codex-plan", "codex", path="/backend-api/codex"
+    ),
+    "gemini": _Subscription(
+        "gemini-code-assist",
+        GEMINI_PLAN_REPLY,
+        "gemini-plan",
+        "gemini-code-assist",
+        path="/v1internal",
+    ),
+}
+
+
 @pytest.fixture
 def start_world(tmp_path: Path) -> Iterator[StartWorld]:
-    """Start a world whose plan is `claude` (Claude plan) or `codex` (Codex plan).
+    """Start a world whose plan is `claude` (Claude plan), `codex` (Codex plan) or `gemini`
+    (a Gemini Code Assist login, with a free-tier Gemini API key as the free rung).
 
     `tool_calls` lists the tools the simulated plan asks for when a request offers them.
     """
     stops: list[Callable[[], None]] = []
 
     def start(subscription: str, *, tool_calls: Sequence[Mapping[str, Any]] = ()) -> World:
+        if subscription not in _SUBSCRIPTIONS:
+            raise ValueError(f"unknown subscription {subscription!r}")
+        plan = _SUBSCRIPTIONS[subscription]
         folder = tmp_path / "world"
         folder.mkdir()
+        sim = SimUpstream(_scenario(plan.scenario, plan.reply, tool_calls, subscription=True))
+        free = (
+            SimUpstream(_scenario("gemini-api", FREE_REPLY)) if subscription == "gemini" else None
+        )
         cheap = SimUpstream(_scenario("cheap-openai", CHEAP_REPLY))
-        if subscription == "claude":
-            sim = SimUpstream(
-                _scenario("claude-plan", SUBSCRIPTION_REPLY, tool_calls, subscription=True)
-            )
-        elif subscription == "codex":
-            sim = SimUpstream(_scenario("codex-plan", CODEX_REPLY, tool_calls, subscription=True))
-        else:
-            raise ValueError(f"unknown subscription {subscription!r}")
-        for upstream in (sim, cheap):
-            upstream.start()
-            stops.append(upstream.stop)
-        subscription_connection = (
-            _connection("claude-plan", "anthropic", "oauth", url=sim.url, sim=sim, folder=folder)
-            if subscription == "claude"
-            else _connection(
-                "codex-plan",
-                "codex",
+        for upstream in (sim, free, cheap):
+            if upstream is not None:
+                upstream.start()
+                stops.append(upstream.stop)
+        connections = [
+            _connection(
+                plan.connection_id,
+                plan.provider,
                 "oauth",
-                url=sim.url + "/backend-api/codex",
+                url=sim.url + plan.path,
                 sim=sim,
                 folder=folder,
             )
-        )
-        cheap_connection = _connection(
-            "cheap", "deepseek", "apikey", url=cheap.url + "/v1", sim=cheap, folder=folder
+        ]
+        if free is not None:
+            connections.append(
+                _connection(
+                    "gemini-free",
+                    "gemini",
+                    "apikey",
+                    url=free.url + "/v1beta",
+                    sim=free,
+                    folder=folder,
+                )
+            )
+        connections.append(
+            _connection(
+                "cheap", "deepseek", "apikey", url=cheap.url + "/v1", sim=cheap, folder=folder
+            )
         )
         ledger_path = folder / "ledger.sqlite3"
         settings = parse_settings(
@@ -239,7 +281,9 @@ def start_world(tmp_path: Path) -> Iterator[StartWorld]:
                 "ledger": {"path": str(ledger_path)},
                 # No background polls: the tests read every request the upstreams receive.
                 "quota": {"poll_interval_s": 0},
-                "connections": [subscription_connection, cheap_connection],
+                "connections": connections,
+                # A free-tier Gemini API key costs nothing: its models sit on the free rung.
+                "tiers": {"providers": {"gemini": "free"}},
                 # Whatever Claude or Gemini model name a CLI sends climbs the ladder.
                 "aliases": {"claude-*": LADDER, "gemini-*": LADDER},
                 "client_keys": [
@@ -254,7 +298,7 @@ def start_world(tmp_path: Path) -> Iterator[StartWorld]:
         server = BackgroundServer(uvicorn_config(recorder), name="gateway-for-clients")
         url = server.start()
         stops.append(server.stop)
-        return World(url, gateway, ledger_path, recorder, sim, cheap, folder)
+        return World(url, gateway, ledger_path, recorder, sim, cheap, folder, free)
 
     yield start
     for stop in reversed(stops):
@@ -517,4 +561,10 @@ def inference_requests(sim: SimUpstream) -> list[RecordedRequest]:
     return [r for r in sim.requests if r.method == "POST" and r.path.endswith(_INFERENCE_PATHS)]
 
 
-_INFERENCE_PATHS = ("/v1/messages", "/chat/completions", "/responses")
+_INFERENCE_PATHS = (
+    "/v1/messages",
+    "/chat/completions",
+    "/responses",
+    ":generateContent",
+    ":streamGenerateContent",
+)
