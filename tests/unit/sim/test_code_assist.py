@@ -247,3 +247,14 @@ def test_code_assist_serves_retrieve_user_quota_unless_told_not_to() -> None:
     base = code_assist_scenario().model_dump(exclude={"usage_endpoint"})
     assert Scenario.model_validate(base).usage_endpoint == "gemini"
     assert Scenario.model_validate({**base, "usage_endpoint": "none"}).usage_endpoint == "none"
+
+
+def test_the_methods_the_cli_calls_at_start_answer(sim: SimUpstream) -> None:
+    experiments = call(sim, "listExperiments", {"project": PROJECT, "metadata": {}})
+    assert experiments.json() == {"experimentIds": [], "flags": []}
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    setting = request(sim.url, "GET", "/v1internal:getCodeAssistGlobalUserSetting", None, headers)
+    assert setting.json()["cloudaicompanionProject"] == PROJECT
+    assert request(sim.url, "GET", "/v1internal:listExperiments", None, headers).status == 404
+    refused = request(sim.url, "GET", "/v1internal:getCodeAssistGlobalUserSetting", None, {})
+    assert refused.status == 401

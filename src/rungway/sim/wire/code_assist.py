@@ -6,8 +6,9 @@ take the envelope `{"model", "project", "user_prompt_id"?, "request": {...}}` an
 `{"response": {...}, "traceId": "..."}`, each SSE event too; `countTokens` takes
 `{"request": {"model": "models/x", "contents": [...]}}`; `loadCodeAssist` reports the
 login's tier and project, and `onboardUser` is a long-running operation that is done at
-once. `retrieveUserQuota` is the scenario's usage endpoint (usage/gemini.py), read off the
-same windows generation spends. The bearer token is checked first (401 `UNAUTHENTICATED`),
+once; `listExperiments` lists none and the global user setting names the login's project.
+`retrieveUserQuota` is the scenario's usage endpoint (usage/gemini.py), read off the same
+windows generation spends. The bearer token is checked first (401 `UNAUTHENTICATED`),
 then the project (403 `PERMISSION_DENIED` when missing or not the login's).
 """
 
@@ -146,21 +147,38 @@ class CodeAssistApi(WireApi[CodeAssistDialect]):
         )
 
     def route(self, request: RecordedRequest) -> Reply:
-        """countTokens, loadCodeAssist and onboardUser, else Google's 404."""
+        """countTokens, loadCodeAssist, onboardUser, and the settings and experiments the
+        Gemini CLI reads at start, else Google's 404."""
         methods = {
-            PREFIX + "countTokens": self._count_tokens,
-            PREFIX + "loadCodeAssist": self._load,
-            PREFIX + "onboardUser": self._onboard,
+            ("POST", "countTokens"): self._count_tokens,
+            ("POST", "loadCodeAssist"): self._load,
+            ("POST", "onboardUser"): self._onboard,
+            ("POST", "listExperiments"): self._experiments,
+            ("GET", "getCodeAssistGlobalUserSetting"): self._setting,
+            ("POST", "setCodeAssistGlobalUserSetting"): self._setting,
         }
-        method = methods.get(request.path) if request.method == "POST" else None
+        name = request.path.removeprefix(PREFIX) if request.path.startswith(PREFIX) else ""
+        method = methods.get((request.method, name))
         if method is None:
             return error_reply(404, "Requested entity was not found.")
         refused = self._dialect.authenticate(request)
         if refused is not None:
             return refused
-        if not isinstance(request.body, dict):
+        body = {} if request.method == "GET" else request.body
+        if not isinstance(body, dict):
             return invalid_argument(BAD_JSON, violation=True)
-        return method(request.body)
+        return method(body)
+
+    def _experiments(self, body: dict[str, Any]) -> Reply:
+        # No experiments: the CLI then runs on its defaults.
+        return json_reply(200, {"experimentIds": [], "flags": []})
+
+    def _setting(self, body: dict[str, Any]) -> Reply:
+        optin = body.get("freeTierDataCollectionOptin") is True
+        project = self._dialect.settings.project
+        return json_reply(
+            200, {"cloudaicompanionProject": project, "freeTierDataCollectionOptin": optin}
+        )
 
     def _count_tokens(self, body: dict[str, Any]) -> Reply:
         inner = body.get("request")
