@@ -419,3 +419,16 @@ def test_unasked_thinking_is_counted_apart_and_a_zero_budget_turns_it_off() -> N
     assert [part.get("thought") for part in reply["candidates"][0]["content"]["parts"]] == [None]
     assert "thoughtsTokenCount" not in plain["usageMetadata"]
     assert len(plain["candidates"][0]["content"]["parts"]) == 1
+
+
+def test_an_in_stream_error_closes_the_json_array(sim: SimUpstream) -> None:
+    sim.push_fault(StreamErrorFault(after_events=1, error_type="INTERNAL"))
+    elements = post(sim, f"/v1beta/models/{FLASH}:streamGenerateContent", _body()).json()
+    assert len(elements) == 2
+    types.GenerateContentResponse.model_validate(elements[0])
+    assert elements[1]["error"]["code"] == 500
+    assert elements[1]["error"]["status"] == "INTERNAL"
+
+    sim.push_fault(StreamErrorFault(after_events=0))
+    (error,) = post(sim, f"/v1beta/models/{FLASH}:streamGenerateContent", _body()).json()
+    assert error["error"]["status"] == "UNAVAILABLE"
