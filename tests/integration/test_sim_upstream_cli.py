@@ -89,6 +89,8 @@ def printed(request: pytest.FixtureRequest) -> Iterator[Printed]:
         ("claude-plan", "", "anthropic"),
         ("codex-plan", "/backend-api/codex", "codex"),
         ("copilot-seat", "/v1", "copilot"),
+        ("gemini-api", "/v1beta", "gemini"),
+        ("gemini-code-assist", "/v1internal", "gemini-code-assist"),
     ],
     indirect=["printed"],
 )
