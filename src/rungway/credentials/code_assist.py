@@ -21,6 +21,7 @@ import orjson
 from pydantic import SecretStr
 
 from rungway.credentials.grants import TokenRequest, send_token_request
+from rungway.credentials.manager import TokenManager
 
 log = logging.getLogger("rungway.credentials")
 
@@ -28,6 +29,9 @@ Send = Callable[[TokenRequest], Awaitable[tuple[int, Mapping[str, str], bytes]]]
 """Send one request: (status, headers, body), or raise OSError."""
 Token = Callable[[], Awaitable[SecretStr | None]]
 """The login's access token to send now, renewed first when it is due."""
+Renew = Callable[[SecretStr | None], Awaitable[str | None]]
+"""Renew the login after its token was refused: None when a retry may go out, else why not
+(`TokenManager.refresh_after_unauthorized`)."""
 
 METADATA: Final = {
     "ideType": "IDE_UNSPECIFIED",
@@ -49,11 +53,13 @@ class CodeAssistProject:
         base_url: str,
         token: Token,
         *,
+        renew: Renew | None = None,
         send: Send = send_token_request,
         wait_s: float = ONBOARD_WAIT_S,
     ) -> None:
         self._base = base_url
         self._token = token
+        self._renew = renew
         self._send = send
         self._wait = wait_s
         self._project: str | None = None
@@ -116,14 +122,13 @@ class CodeAssistProject:
 
     async def _call(self, method: str, payload: dict[str, Any]) -> dict[str, Any]:
         token = await self._token()
-        headers = {"content-type": "application/json", "accept": "application/json"}
-        if token is not None:
-            headers["authorization"] = f"Bearer {token.get_secret_value()}"
-        request = TokenRequest("POST", f"{self._base}:{method}", headers, orjson.dumps(payload))
-        try:
-            status, _, body = await self._send(request)
-        except OSError as error:
-            raise _NotFound(f"{method}: {error}") from None
+        status, body = await self._post(method, payload, token)
+        if status == 401 and self._renew is not None:
+            # The token expired early or was revoked: renew the login and ask once more.
+            problem = await self._renew(token)
+            if problem is not None:
+                raise _NotFound(f"{method} refused the login's token: {problem}")
+            status, body = await self._post(method, payload, await self._token())
         if status >= 300:
             raise _NotFound(f"{method} answered HTTP {status}")
         try:
@@ -133,6 +138,19 @@ class CodeAssistProject:
         if not isinstance(parsed, dict):
             raise _NotFound(f"{method} answered with JSON that is not an object")
         return parsed
+
+    async def _post(
+        self, method: str, payload: dict[str, Any], token: SecretStr | None
+    ) -> tuple[int, bytes]:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if token is not None:
+            headers["authorization"] = f"Bearer {token.get_secret_value()}"
+        request = TokenRequest("POST", f"{self._base}:{method}", headers, orjson.dumps(payload))
+        try:
+            status, _, body = await self._send(request)
+        except OSError as error:
+            raise _NotFound(f"{method}: {error}") from None
+        return status, body
 
 
 class _NotFound(Exception):
@@ -164,13 +182,15 @@ def static_token(secret: SecretStr | None) -> Token:
 
 
 def code_assist_project(
-    provider: str, base_url: str, token: Token | None, secret: SecretStr | None
+    provider: str, base_url: str, login: TokenManager | None, secret: SecretStr | None
 ) -> CodeAssistProject | None:
-    """The project holder of a `gemini-code-assist` connection (None for other providers);
-    `token` renews a stored login, `secret` is a credential read once at start."""
+    """The project holder of a `gemini-code-assist` connection (None for other providers):
+    its token from the stored `login` that renews itself, else the `secret` read at start."""
     if provider != "gemini-code-assist":
         return None
-    return CodeAssistProject(base_url, token or static_token(secret))
+    if login is None:
+        return CodeAssistProject(base_url, static_token(secret))
+    return CodeAssistProject(base_url, login.token, renew=login.refresh_after_unauthorized)
 
 
 async def discover_projects(projects: list[CodeAssistProject], deadline_s: float) -> None:

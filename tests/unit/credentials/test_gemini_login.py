@@ -183,3 +183,30 @@ def test_a_failed_discovery_says_why_and_is_tried_again_later() -> None:
     upstream.answers["loadCodeAssist"] = [{"cloudaicompanionProject": "p-3"}]
     assert asyncio.run(project.discover()) == "p-3"
     assert project.problem is None
+
+
+def test_a_refused_token_is_renewed_once_and_the_call_made_again() -> None:
+    tokens = iter(["ya29.old", "ya29.new"])
+    current = ["ya29.old"]
+
+    async def token() -> SecretStr | None:
+        return SecretStr(current[0])
+
+    async def renew(rejected: SecretStr | None) -> str | None:
+        assert rejected is not None
+        assert rejected.get_secret_value() == "ya29.old"
+        next(tokens)
+        current[0] = next(tokens)
+        return None
+
+    calls: list[str] = []
+
+    async def upstream(request: TokenRequest) -> Answer:
+        calls.append(request.headers["authorization"])
+        if request.headers["authorization"] == "Bearer ya29.old":
+            return 401, {}, b'{"error":{"code":401,"status":"UNAUTHENTICATED"}}'
+        return 200, {}, orjson.dumps({"cloudaicompanionProject": "p-4"})
+
+    project = CodeAssistProject("http://ca/v1internal", token, renew=renew, send=upstream)
+    assert asyncio.run(project.discover()) == "p-4"
+    assert calls == ["Bearer ya29.old", "Bearer ya29.new"]
