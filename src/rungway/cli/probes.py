@@ -25,6 +25,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
 from rungway.adapters.base import hint_for_base_url
 from rungway.adapters.codex import CodexAdapter
+from rungway.adapters.gemini_code_assist import GeminiCodeAssistAdapter
 from rungway.adapters.registry import provider_entry
 from rungway.cli.findings import Finding, Level
 from rungway.config import ConnectionConfig
@@ -75,6 +76,11 @@ def target(connection: ConnectionConfig) -> Target:
         return Target(f"{base}/responses", "Codex backend", post=True)
     if adapter.api is Api.ANTHROPIC_MESSAGES:
         return Target(f"{base}/v1/models", "Anthropic Messages API", anthropic=True)
+    if isinstance(adapter, GeminiCodeAssistAdapter):
+        # Code Assist has no model list: the call every login makes first stands in.
+        return Target(f"{base}:loadCodeAssist", "Gemini Code Assist API", post=True)
+    if adapter.api is Api.GEMINI:
+        return Target(f"{base}/models", "Gemini API")
     return Target(f"{base}/models", "OpenAI-compatible API")
 
 
