@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import orjson
@@ -36,7 +38,9 @@ from rungway.server.asgi import (
     send_reply,
     send_stream,
 )
-from rungway.server.auth import ClientKeys
+from rungway.server.auth import ClientKeys, without_key
+from rungway.server.gemini_routes import PREFIXES as GEMINI_PREFIXES
+from rungway.server.gemini_routes import GeminiRoutes, UrlFields, is_gemini_client
 from rungway.server.ids import RequestIds
 from rungway.server.rate import RequestRate
 
@@ -47,6 +51,7 @@ Lifecycle = Callable[[], Awaitable[None]]
 # The root sends a browser on to the dashboard, which also serves the site's icon.
 _DASHBOARD_PATHS = frozenset({"/", "/favicon.ico", "/dashboard"})
 
+_KEY_HEADERS = frozenset({"x-api-key", "authorization", "x-goog-api-key"})
 _DECODER_DEPTH = "depth limit exceeded"
 """The parser's own word for a body nested deeper than it reads (1,024 levels)."""
 _CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
@@ -55,6 +60,14 @@ _CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
     Api.ANTHROPIC_MESSAGES: anthropic_messages.check_request,
     Api.GEMINI: gemini.check_request,
 }
+_COUNT_CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
+    Api.ANTHROPIC_MESSAGES: lambda body: anthropic_messages.check_request(body, count_tokens=True),
+    Api.GEMINI: gemini.check_count_request,
+}
+_KEY_HINTS = {
+    Api.GEMINI: "`x-goog-api-key: <key>` or `?key=<key>`",
+}
+_DEFAULT_KEY_HINT = "`Authorization: Bearer <key>` or `x-api-key: <key>`"
 
 
 class GatewayApp:
@@ -89,16 +102,17 @@ class GatewayApp:
         self._on_shutdown = on_shutdown
         self._ids = RequestIds()
         self._routes: dict[tuple[str, str], Handler] = {
-            ("POST", "/v1/chat/completions"): self._chat_completions,
-            ("POST", "/v1/responses"): self._responses,
-            ("POST", "/v1/messages"): self._messages,
-            ("POST", "/v1/messages/count_tokens"): self._count_tokens,
+            ("POST", "/v1/chat/completions"): partial(self.complete_for, Api.OPENAI_CHAT),
+            ("POST", "/v1/responses"): partial(self.complete_for, Api.OPENAI_RESPONSES),
+            ("POST", "/v1/messages"): partial(self.complete_for, Api.ANTHROPIC_MESSAGES),
+            ("POST", "/v1/messages/count_tokens"): partial(self.count_for, Api.ANTHROPIC_MESSAGES),
             ("GET", "/v1/models"): self._models,
             ("GET", "/healthz"): self._health,
         }
         if metrics is not None:
             self._routes[("GET", "/metrics")] = metrics
         self._paths = {path for _, path in self._routes}
+        self._gemini = GeminiRoutes(self)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Dispatch one ASGI connection scope."""
@@ -108,6 +122,9 @@ class GatewayApp:
             handler = self._routes.get((scope["method"], path))
             if handler is not None:
                 await handler(scope, receive, send)
+            elif path.startswith(GEMINI_PREFIXES):
+                if not await self._gemini(scope, receive, send, path):
+                    await self._no_route(scope, send, path)
             elif path.startswith(ADMIN_PREFIX):
                 await self._admin(scope, receive, send)
             elif self._dashboard is not None and (
@@ -119,18 +136,12 @@ class GatewayApp:
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
-    async def _chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._complete(Api.OPENAI_CHAT, scope, receive, send)
-
-    async def _responses(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._complete(Api.OPENAI_RESPONSES, scope, receive, send)
-
-    async def _messages(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._complete(Api.ANTHROPIC_MESSAGES, scope, receive, send)
-
-    async def _complete(self, api: Api, scope: Scope, receive: Receive, send: Send) -> None:
+    async def complete_for(
+        self, api: Api, scope: Scope, receive: Receive, send: Send, url: UrlFields | None = None
+    ) -> None:
+        """Answer a model request; `url` holds what Gemini's clients say in the path."""
         started = time.perf_counter()
-        call = await self._accept(api, scope, receive, send, started)
+        call = await self._accept(api, scope, receive, send, started, url=url)
         if call is None:
             return
         # Only well-formed model requests count against a key's rate; token counts do not.
@@ -162,9 +173,12 @@ class GatewayApp:
             return
         await _deliver(send, receive, api, call.request_id, outcome)
 
-    async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
-        api = Api.ANTHROPIC_MESSAGES
-        call = await self._accept(api, scope, receive, send, time.perf_counter(), count=True)
+    async def count_for(
+        self, api: Api, scope: Scope, receive: Receive, send: Send, url: UrlFields | None = None
+    ) -> None:
+        """A token count: from the first upstream of the client's API that can count."""
+        started = time.perf_counter()
+        call = await self._accept(api, scope, receive, send, started, count=True, url=url)
         if call is None:
             return
         plan = await self._planner.plan(call)
@@ -173,16 +187,15 @@ class GatewayApp:
             return
         outcome = None
         if not isinstance(plan, Refusal):
-            outcome = await self._engine.count_tokens(call, plan)
+            # The body is forwarded as it came: only an upstream of the same API reads it.
+            routes = [route for route in plan.routes if route.adapter.api is api]
+            outcome = await self._engine.count_tokens(call, replace(plan, routes=routes))
         if outcome is None:
             # No upstream could count: estimate at four bytes of JSON per token, which is
             # what clients use the figure for (deciding when to compact a conversation).
             estimate = max(1, len(call.raw_body) // 4)
-            outcome = Reply(
-                200,
-                [("content-type", "application/json")],
-                orjson.dumps({"input_tokens": estimate}),
-            )
+            field = "totalTokens" if api is Api.GEMINI else "input_tokens"
+            outcome = Reply(200, _base_headers(call.request_id), orjson.dumps({field: estimate}))
         await _deliver(send, receive, api, call.request_id, outcome)
 
     async def _accept(
@@ -194,15 +207,20 @@ class GatewayApp:
         started: float,
         *,
         count: bool = False,
+        url: UrlFields | None = None,
     ) -> Call | None:
-        """Check the key, size and shape of a request; answer the client and return None if bad."""
+        """Check the key, size and shape of a request; answer the client and return None if bad.
+
+        `url` holds what Gemini's clients say in the path (the model, whether to stream): it
+        joins the body, where every other API has it."""
         request_id = self._ids.new()
         headers = request_headers(scope)
-        client_key = self._keys.identify(headers)
+        query = scope.get("query_string", b"").decode("latin-1")
+        client_key = self._keys.identify(headers, query)
         if self._keys.required and client_key is None:
-            missing = "x-api-key" not in headers and "authorization" not in headers
+            missing = not (headers.keys() & _KEY_HEADERS) and "key=" not in query
             message = (
-                "no client key: send it as `Authorization: Bearer <key>` or `x-api-key: <key>`"
+                f"no client key: send it as {_KEY_HINTS.get(api, _DEFAULT_KEY_HINT)}"
                 if missing
                 else "the client key is not valid for this gateway; check the key you configured"
             )
@@ -234,12 +252,14 @@ class GatewayApp:
             refusal = Refusal(400, message, "invalid_request")
             await self._refuse(send, api, request_id, refusal, started=started)
             return None
+        if url is not None:
+            body.update(url)
         # Encoded again at once: the bytes forwarded are the body checked here.
         encoded = checks.encode_within_depth(body)
         problem = (
             checks.nesting_message()
             if encoded is None
-            else anthropic_messages.check_request(body, count_tokens=True)
+            else _COUNT_CHECKS[api](body)
             if count
             else _CHECKS[api](body)
         )
@@ -249,7 +269,6 @@ class GatewayApp:
                 send, api, request_id, refusal, started=started, model=_logged(body.get("model"))
             )
             return None
-        query = scope.get("query_string", b"").decode("latin-1")
         return Call(
             request_id=request_id,
             api=api,
@@ -257,14 +276,28 @@ class GatewayApp:
             raw_body=encoded,
             stream=body.get("stream") is True and not count,
             headers=headers,
-            query=query,
+            query=without_key(query),
             client_key=client_key,
             started_at=time.time(),
             started=started,
         )
 
+    def known_models(self, scope: Scope) -> list[str] | None:
+        """The models clients may ask for, or None when the client key is missing or bad."""
+        query = scope.get("query_string", b"").decode("latin-1")
+        if self._keys.required and self._keys.identify(request_headers(scope), query) is None:
+            return None
+        return [model for model, _ in self._planner.table.models()]
+
+    async def refuse_for(self, api: Api, scope: Scope, send: Send, refusal: Refusal) -> None:
+        """Answer with `refusal` in `api`'s shape, and log it."""
+        await self._refuse(send, api, self._ids.new(), refusal, started=time.perf_counter())
+
     async def _models(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = request_headers(scope)
+        if is_gemini_client(headers, scope.get("query_string", b"")):
+            await self._gemini(scope, receive, send, "/v1/models")
+            return
         api = Api.ANTHROPIC_MESSAGES if "anthropic-version" in headers else Api.OPENAI_CHAT
         request_id = self._ids.new()
         if self._keys.required and self._keys.identify(headers) is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from urllib.parse import parse_qs, parse_qsl, urlencode
 
 from pydantic import SecretStr
 
@@ -21,16 +22,32 @@ class ClientKeys:
         """True when requests must present a key."""
         return bool(self._names)
 
-    def identify(self, headers: Mapping[str, str]) -> str | None:
-        """The name of the key presented in `authorization` or `x-api-key`, if it is known."""
-        presented = headers.get("x-api-key")
+    def identify(self, headers: Mapping[str, str], query: str = "") -> str | None:
+        """The name of the key presented, if it is known: in `x-api-key`, `authorization`
+        (bearer), Google's `x-goog-api-key`, or Google's `?key=` query parameter."""
+        presented = headers.get("x-api-key") or headers.get("x-goog-api-key")
         if not presented:
             authorization = headers.get("authorization", "")
             scheme, _, token = authorization.partition(" ")
             presented = token.strip() if scheme.lower() == "bearer" else ""
+        if not presented and "key=" in query:
+            presented = query_key(query) or ""
         if not presented:
             return None
         return self._names.get(_digest(presented))
+
+
+def query_key(query: str) -> str | None:
+    """The `key` parameter of a query string, as Google's API clients may send the key."""
+    values = parse_qs(query).get("key")
+    return values[0] if values else None
+
+
+def without_key(query: str) -> str:
+    """`query` without its `key` parameter, so a client key is never kept or passed on."""
+    if "key=" not in query:
+        return query
+    return urlencode([(name, value) for name, value in parse_qsl(query) if name != "key"])
 
 
 def _digest(secret: str) -> bytes:

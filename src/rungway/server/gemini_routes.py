@@ -1,0 +1,144 @@
+"""The Gemini API's routes: `/{version}/models/{model}:{method}` and the model listing.
+
+Gemini puts the model and the method in the path, so these routes cannot sit in the
+gateway's table of exact paths. The app looks here only for a path that missed that table
+and starts with one of `PREFIXES`; a path is split once, with string operations. Served
+under `/v1beta` and `/v1` alike (google-genai calls either, by its `api_version`).
+https://ai.google.dev/api/generate-content
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+from urllib.parse import parse_qs
+
+import orjson
+
+from rungway.engine.call import Refusal
+from rungway.protocol import gemini
+from rungway.protocol.api import Api
+from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
+
+PREFIXES: Final = ("/v1beta/models", "/v1/models/")
+"""Paths that may be Gemini's (the exact `/v1/models` listing is in the app's table)."""
+_VERSIONS: Final = ("/v1beta/models", "/v1/models")
+_METHODS: Final = ("generateContent", "streamGenerateContent", "countTokens")
+
+UrlFields = dict[str, Any]
+
+
+class GeminiHost(Protocol):
+    """What the routes need of the app: its request handling and its model table."""
+
+    async def complete_for(
+        self, api: Api, scope: Scope, receive: Receive, send: Send, url: UrlFields | None = None
+    ) -> None:
+        """Answer a model request whose model (and stream flag) came in the URL."""
+        ...
+
+    async def count_for(
+        self, api: Api, scope: Scope, receive: Receive, send: Send, url: UrlFields | None = None
+    ) -> None:
+        """Answer a token count whose model came in the URL."""
+        ...
+
+    async def refuse_for(self, api: Api, scope: Scope, send: Send, refusal: Refusal) -> None:
+        """Answer with a refusal in `api`'s shape."""
+        ...
+
+    def known_models(self, scope: Scope) -> list[str] | None:
+        """The models clients may ask for, or None when the client key is missing or bad."""
+        ...
+
+
+def is_gemini_client(headers: dict[str, str], query: bytes) -> bool:
+    """A request from one of Google's clients: its key header, its `?key=`, or the SDK's
+    own client header."""
+    return "x-goog-api-key" in headers or "x-goog-api-client" in headers or b"key=" in query
+
+
+def split(path: str) -> tuple[str, str] | None:
+    """(model, rest) of a Gemini path: `rest` is `""` for the listing, `:method` for a
+    method, `/name` for a model; None when the path is not Gemini's."""
+    for prefix in _VERSIONS:
+        if path.startswith(prefix):
+            tail = path[len(prefix) :]
+            if not tail:
+                return "", ""
+            if tail[0] != "/":
+                return None
+            model, colon, method = tail[1:].rpartition(":")
+            return (model, colon + method) if colon else (tail[1:], "/")
+    return None
+
+
+class GeminiRoutes:
+    """Dispatches the Gemini paths to the app's handling, in Gemini's shapes."""
+
+    def __init__(self, host: GeminiHost) -> None:
+        self._host = host
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, path: str) -> bool:
+        """Answer `path` if it is a Gemini path; False (nothing sent) when it is not."""
+        found = split(path)
+        if found is None:
+            return False
+        model, rest = found
+        method = scope["method"]
+        if path.startswith("/v1/models/") and rest == "/" and not listing_headers(scope):
+            return False  # another API's client asking after a model: not Gemini's to answer
+        if rest in ("", "/"):
+            if method != "GET":
+                await self._refuse(scope, send, 405, f"{method} is not allowed on {path}; use GET")
+            else:
+                await self._models(scope, send, gemini.bare_model(model) if rest else None)
+            return True
+        name = rest[1:]
+        if name not in _METHODS:
+            message = f"this gateway does not serve the Gemini method {name!r} ({path})"
+            await self._refuse(scope, send, 404, message)
+            return True
+        if method != "POST":
+            await self._refuse(scope, send, 405, f"{method} is not allowed on {path}; use POST")
+            return True
+        model = gemini.bare_model(model)
+        if not model:
+            await self._refuse(scope, send, 400, f"no model named in {path}")
+            return True
+        if name == "countTokens":
+            await self._host.count_for(Api.GEMINI, scope, receive, send, {"model": model})
+            return True
+        stream = name == "streamGenerateContent"
+        if stream and "sse" not in parse_qs(scope.get("query_string", b"").decode()).get("alt", []):
+            message = (
+                "streamGenerateContent is served as server-sent events only: add `?alt=sse` "
+                "to the URL (the JSON-array stream is not served)"
+            )
+            await self._refuse(scope, send, 400, message)
+            return True
+        url_fields = {"model": model, "stream": stream}
+        await self._host.complete_for(Api.GEMINI, scope, receive, send, url_fields)
+        return True
+
+    async def _models(self, scope: Scope, send: Send, model: str | None) -> None:
+        known = self._host.known_models(scope)
+        if known is None:
+            message = "send a valid client key as `x-goog-api-key: <key>` or `?key=<key>`"
+            await self._refuse(scope, send, 401, message)
+            return
+        if model is None:
+            body = gemini.model_list(known)
+        elif model in known:
+            body = orjson.dumps(gemini.model_info(model))
+        else:
+            await self._refuse(scope, send, 404, f"models/{model} is not found on this gateway")
+            return
+        await send_reply(send, 200, [("content-type", "application/json")], body)
+
+    async def _refuse(self, scope: Scope, send: Send, status: int, message: str) -> None:
+        await self._host.refuse_for(Api.GEMINI, scope, send, Refusal(status, message))
+
+
+def listing_headers(scope: Scope) -> bool:
+    """A `GET /v1/models` from one of Google's clients, answered in Gemini's shape."""
+    return is_gemini_client(request_headers(scope), scope.get("query_string", b""))
