@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -16,6 +14,7 @@ from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseCreateParams
 from pydantic import TypeAdapter
 
+from rungway.protocol.api import Api
 from rungway.protocol.openai_responses import check_request
 from rungway.translate.canonical import (
     CanonicalUsage,
@@ -40,16 +39,10 @@ from rungway.translate.openai_responses import (
     OPENAI_RESPONSES,
 )
 from rungway.translate.openai_responses_stream import ANTHROPIC_REDACTED, ANTHROPIC_SIGNATURE
+from tests.unit.translate.recorded import recorded_json
 
-FIXTURES = Path(__file__).parents[2] / "fixtures" / "translate" / "openai_responses"
 CREATE_PARAMS: TypeAdapter[Any] = TypeAdapter(ResponseCreateParams)
 LONG_NAME = "mcp__workspace_server__" + "search_every_document_in_the_shared_drive_" * 2
-
-
-def fixture(name: str) -> dict[str, Any]:
-    """A recorded body."""
-    body: dict[str, Any] = json.loads((FIXTURES / name).read_text())
-    return body
 
 
 def read(body: dict[str, Any]) -> Request:
@@ -59,7 +52,7 @@ def read(body: dict[str, Any]) -> Request:
 
 
 def test_a_coding_agent_request_reads_into_turns() -> None:
-    request = read(fixture("codex_request.json"))
+    request = read(recorded_json(Api.OPENAI_RESPONSES, "codex_request.json"))
     assert request.model == "gpt-5-codex"
     assert request.system == (
         Text("You are a coding agent running in a terminal."),
@@ -482,7 +475,7 @@ def test_thinking_budgets_become_efforts(reasoning: Reasoning | None, effort: st
 
 
 def test_read_reply_takes_text_calls_reasoning_and_usage() -> None:
-    reply = OPENAI_RESPONSES.read_reply(fixture("reply.json"), REQUEST)
+    reply = OPENAI_RESPONSES.read_reply(recorded_json(Api.OPENAI_RESPONSES, "reply.json"), REQUEST)
     assert reply == Reply(
         id="resp_68a1",
         model="gpt-5-2025-08-07",
@@ -512,7 +505,8 @@ def test_read_reply_takes_text_calls_reasoning_and_usage() -> None:
     ],
 )
 def test_read_reply_stop_reasons(status: str, details: dict[str, str] | None, stop: Stop) -> None:
-    body = fixture("reply.json") | {"status": status, "incomplete_details": details}
+    body = recorded_json(Api.OPENAI_RESPONSES, "reply.json")
+    body |= {"status": status, "incomplete_details": details}
     body["output"] = body["output"][:2]
     assert OPENAI_RESPONSES.read_reply(body, REQUEST).stop is stop
 
