@@ -21,6 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+from google import genai
+from google.genai import types
 from openai import OpenAI
 from openai.types.chat import ChatCompletionMessageParam
 
@@ -63,6 +65,11 @@ class World:
 
     def client(self) -> OpenAI:
         return OpenAI(base_url=f"{self.url}/v1", api_key="unused", max_retries=0)
+
+    def gemini(self) -> genai.Client:
+        """The official Gemini SDK, pointed at the gateway's Gemini ingress."""
+        options = types.HttpOptions(base_url=self.url, api_version="v1beta")
+        return genai.Client(api_key="unused", http_options=options)
 
     def send(self, model: str) -> httpx.Response:
         body = {"model": model, "messages": HELLO, "max_tokens": 512}
@@ -242,3 +249,62 @@ def test_the_ladder_goes_plan_free_paid_and_back_to_the_plan_at_its_reset(world:
         ("free", "free", False),
         ("plan", "subscription", False),
     ]
+
+
+@pytest.mark.parametrize("connection", ["plan", "free"])
+def test_the_gemini_sdk_reaches_either_upstream_in_its_own_api(
+    world: World, connection: str
+) -> None:
+    # Same API both sides: the Gemini API's reply passes as it came, Code Assist's comes
+    # out of its envelope.
+    client = world.gemini()
+    config = types.GenerateContentConfig(max_output_tokens=512)
+    reply = client.models.generate_content(
+        model=f"{connection}/{FLASH}", contents="Say hello.", config=config
+    )
+    assert reply.text
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata.candidates_token_count
+    chunks = list(
+        client.models.generate_content_stream(
+            model=f"{connection}/{FLASH}", contents="Say hello.", config=config
+        )
+    )
+    assert "".join(chunk.text or "" for chunk in chunks)
+    last = chunks[-1]
+    assert last.candidates is not None
+    assert last.candidates[0].finish_reason == types.FinishReason.STOP
+    assert last.usage_metadata is not None
+    first, streamed = world.rows()
+    assert (first["connection_id"], first["api"], first["stream"]) == (connection, "gemini", 0)
+    assert (streamed["connection_id"], streamed["stream"]) == (connection, 1)
+    assert first["output_tokens"] == reply.usage_metadata.candidates_token_count + (
+        reply.usage_metadata.thoughts_token_count or 0
+    )
+    assert streamed["output_tokens"] == (last.usage_metadata.candidates_token_count or 0) + (
+        last.usage_metadata.thoughts_token_count or 0
+    )
+    counted = client.models.count_tokens(model=f"{connection}/{FLASH}", contents="Count me.")
+    assert counted.total_tokens
+    sim = world.plan if connection == "plan" else world.free
+    assert any(r.path.endswith(":countTokens") for r in sim.requests)
+
+
+def test_the_ladder_serves_the_gemini_sdk_too(world: World) -> None:
+    client = world.gemini()
+    config = types.GenerateContentConfig(max_output_tokens=512)
+
+    def served() -> str:
+        reply = client.models.generate_content(
+            model="auto/thrifty", contents="Say hello.", config=config
+        )
+        assert reply.text
+        return str(world.rows()[-1]["connection_id"])
+
+    assert served() == "plan"
+    world.plan.set_window_used("flash-requests-per-day", 1000)
+    assert served() == "free"
+    world.free.set_window_used("flash-rpd", 250)
+    assert served() == "cheap"
+    world.clock.advance(world.plan_reset() - world.clock.now() + 1)
+    assert served() == "plan"
