@@ -50,6 +50,11 @@ from rungway.translate.names import short_tool_name
 EFFORT_BUDGETS = {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}
 """The thinking budget written for each reasoning effort."""
 
+MAX_THINKING_BUDGET = 24576
+"""The largest thinking budget every Gemini 2.5 model accepts (Flash's top; Pro's is
+32,768): a larger one is lowered to it rather than refused.
+https://ai.google.dev/gemini-api/docs/thinking"""
+
 DROPPED_FIELDS = frozenset(
     {
         "parallel_tool_calls",  # Gemini has no switch for parallel calls
@@ -171,6 +176,10 @@ def _write_parts(
             written["thoughtSignature"] = signature
             signature = None
         wire.append(written)
+        if isinstance(part, ToolResult):
+            # A function response holds JSON only: its images follow it as parts of the turn.
+            images = (_write_image(item) for item in part.content if isinstance(item, Image))
+            wire += [image for image in images if image is not None]
     if signature is not None:  # a signature on the turn's last, empty text part
         wire.append({"text": "", "thoughtSignature": signature})
     return wire
@@ -205,20 +214,30 @@ def _write_result(result: ToolResult) -> dict[str, Any]:
 
 
 def _responses_first(calls: list[dict[str, Any]], parts: list[dict[str, Any]]) -> list[Any]:
-    """Function responses lead the turn after the calls, in the order of the calls."""
-    order = [part["functionCall"] for part in calls if "functionCall" in part]
-    responses = [part for part in parts if "functionResponse" in part]
-    rest = [part for part in parts if "functionResponse" not in part]
+    """Function responses lead the turn after the calls, in the order of the calls, each
+    with the images that follow it (a tool result's own)."""
+    groups: list[list[dict[str, Any]]] = []
+    rest: list[dict[str, Any]] = []
+    attach = False  # the part before was a function response or one of its images
+    for part in parts:
+        if "functionResponse" in part:
+            groups.append([part])
+            attach = True
+        elif attach and part.keys() & {"inlineData", "fileData"}:
+            groups[-1].append(part)
+        else:
+            rest.append(part)
+            attach = False
     ranked: list[dict[str, Any]] = []
-    for call in order:
-        found = next(
-            (r for r in responses if r["functionResponse"]["id"] == call.get("id")),
-            next((r for r in responses if r["functionResponse"]["name"] == call["name"]), None),
+    for call in (part["functionCall"] for part in calls if "functionCall" in part):
+        response = next(
+            (g for g in groups if g[0]["functionResponse"]["id"] == call.get("id")),
+            next((g for g in groups if g[0]["functionResponse"]["name"] == call["name"]), None),
         )
-        if found is not None:
-            responses.remove(found)
-            ranked.append(found)
-    return ranked + responses + rest
+        if response is not None:
+            groups.remove(response)
+            ranked += response
+    return ranked + [part for group in groups for part in group] + rest
 
 
 def _write_image(image: Image) -> dict[str, Any] | None:
@@ -274,6 +293,8 @@ def _write_generation(request: Request) -> dict[str, Any]:
         budget = reasoning.budget_tokens
         if budget is None and reasoning.effort is not None:
             budget = EFFORT_BUDGETS[reasoning.effort]
+        if budget is not None:
+            budget = min(budget, MAX_THINKING_BUDGET)
         thinking: dict[str, Any] = {"includeThoughts": True}
         if budget is not None:
             thinking["thinkingBudget"] = budget

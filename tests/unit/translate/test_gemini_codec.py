@@ -532,3 +532,43 @@ def test_the_declared_drops_are_the_known_ones() -> None:
     assert "user" in DROPPED_FIELDS
     assert "cache_write_tokens" in DROPPED_FIELDS
     assert "reasoning_tokens" not in DROPPED_FIELDS  # Gemini counts thoughts on their own
+
+
+def test_images_in_a_tool_result_follow_its_function_response() -> None:
+    request = Request(
+        model="m",
+        messages=(
+            Message("assistant", (ToolCall("c1", "screenshot", "{}"),)),
+            Message(
+                "user",
+                (
+                    Text("Here it is."),
+                    ToolResult("c1", (Text("saved"), Image("image/png", "iVBO"))),
+                ),
+            ),
+        ),
+    )
+    _, turn = GEMINI.write_request(request, model="m")["contents"]
+    assert turn["parts"] == [
+        {"functionResponse": {"id": "c1", "name": "screenshot", "response": {"output": "saved"}}},
+        {"inlineData": {"mimeType": "image/png", "data": "iVBO"}},
+        {"text": "Here it is."},
+    ]
+    types.Content.model_validate_json(orjson.dumps(turn))
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "budget"),
+    [
+        (Reasoning(effort="minimal"), 512),
+        (Reasoning(effort="high"), 24576),
+        (Reasoning(budget_tokens=3000), 3000),
+        (Reasoning(budget_tokens=64000), 24576),
+    ],
+)
+def test_reasoning_writes_as_a_thinking_budget_with_thoughts_included(
+    reasoning: Reasoning, budget: int
+) -> None:
+    request = dataclasses.replace(CANONICAL, reasoning=reasoning)
+    config = GEMINI.write_request(request, model="m")["generationConfig"]
+    assert config["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": budget}
