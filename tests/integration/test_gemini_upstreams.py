@@ -308,3 +308,21 @@ def test_the_ladder_serves_the_gemini_sdk_too(world: World) -> None:
     assert served() == "cheap"
     world.clock.advance(world.plan_reset() - world.clock.now() + 1)
     assert served() == "plan"
+
+
+def test_a_spent_free_tier_minute_steps_past_the_model_until_the_minute_is_over(
+    world: World,
+) -> None:
+    assert world.served_by(f"free/{FLASH}") == "free"
+    world.free.set_window_used("flash-rpm", 10)
+    # Named for the key, the model has nowhere else to go: the 429 says when to retry.
+    refused = world.send(f"free/{FLASH}")
+    assert refused.status_code == 429, refused.text
+    assert 0 < float(refused.headers["retry-after"]) <= 60
+    # The ladder steps past the spent minute without asking the key again.
+    world.plan.set_window_used("flash-requests-per-day", 1000)
+    assert world.served_by() == "cheap"
+    assert len(world.generations(world.free)) == 2
+    world.clock.advance(61)
+    world.free.set_window_used("flash-rpm", 0)
+    assert world.served_by(f"free/{FLASH}") == "free"
