@@ -542,11 +542,11 @@ class GeminiCli:
         )
         return env
 
-    def run(self, prompt: str, *options: str) -> CliRun:
-        """`gemini -p PROMPT -m GEMINI_MODEL --output-format json [options]`."""
+    def run(self, prompt: str, *options: str, model: str = GEMINI_MODEL) -> CliRun:
+        """`gemini -p PROMPT -m MODEL --output-format json [options]`."""
         self.write_settings()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        args = [str(self.cli), "-p", prompt, "-m", GEMINI_MODEL, "--output-format", "json"]
+        args = [str(self.cli), "-p", prompt, "-m", model, "--output-format", "json"]
         return _run([*args, *options], self.env(), self.workdir)
 
 
