@@ -16,7 +16,14 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from rungway.sim import Scenario, SimUpstream, builtin_scenario, load_scenario
+from rungway.sim import (
+    HttpErrorFault,
+    Scenario,
+    SimUpstream,
+    StreamErrorFault,
+    builtin_scenario,
+    load_scenario,
+)
 from tests.integration.conftest import (
     API_KEY,
     CHEAP_KEY,
@@ -391,3 +398,32 @@ def test_the_sdk_reads_a_refusal_as_its_own_client_error(world: World) -> None:
         )
     assert (refused.value.code, refused.value.status) == (400, "INVALID_ARGUMENT")
     assert "thinkingBudget" in (refused.value.message or "")
+
+
+def test_an_upstream_rejection_reaches_the_sdk_in_google_shape(world: World) -> None:
+    world.sims.cheap.push_fault(HttpErrorFault(status=400, message="messages: bad role"))
+    with pytest.raises(errors.ClientError) as rejected:
+        world.client().models.generate_content(model=DEEPSEEK, contents="Hi.")
+    assert (rejected.value.code, rejected.value.status) == (400, "INVALID_ARGUMENT")
+    assert "bad role" in (rejected.value.message or "")
+
+
+def test_an_error_inside_a_stream_after_content_ends_it_with_a_google_error_event(
+    world: World,
+) -> None:
+    world.sims.cheap.push_fault(StreamErrorFault(after_events=4, error_type="server_error"))
+    text: list[str] = []
+
+    def read_all() -> None:
+        for chunk in world.client().models.generate_content_stream(
+            model=DEEPSEEK, contents="Say hello."
+        ):
+            text.append(chunk.text or "")
+
+    with pytest.raises(errors.APIError) as broken:
+        read_all()
+    assert "".join(text)  # content came first, so the stream could not move elsewhere
+    assert broken.value.code >= 500
+    (row,) = world.gateway.rows()
+    assert (row["connection_id"], row["stream"]) == ("cheap", 1)
+    assert row["outcome"] != "ok"
