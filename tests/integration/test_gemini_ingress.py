@@ -427,3 +427,16 @@ def test_an_error_inside_a_stream_after_content_ends_it_with_a_google_error_even
     (row,) = world.gateway.rows()
     assert (row["connection_id"], row["stream"]) == ("cheap", 1)
     assert row["outcome"] != "ok"
+
+
+def test_a_base_url_with_its_own_version_path_is_told_what_to_fix(world: World) -> None:
+    # The SDK adds the API version to the base URL: one already ending in /v1beta doubles it.
+    options = types.HttpOptions(base_url=f"{world.url}/v1beta", api_version="v1beta")
+    client = genai.Client(api_key=CLIENT_KEY, http_options=options)
+    try:
+        with pytest.raises(errors.ClientError) as missed:
+            client.models.generate_content(model=DEEPSEEK, contents="Hi.")
+    finally:
+        client.close()
+    assert (missed.value.code, missed.value.status) == (404, "NOT_FOUND")
+    assert "base URL for this gateway is its root" in (missed.value.message or "")

@@ -40,7 +40,7 @@ from rungway.server.asgi import (
 )
 from rungway.server.auth import ClientKeys, without_key
 from rungway.server.gemini_routes import PREFIXES as GEMINI_PREFIXES
-from rungway.server.gemini_routes import GeminiRoutes, UrlFields, is_gemini_client
+from rungway.server.gemini_routes import GeminiRoutes, UrlFields, gemini_hint, is_gemini_client
 from rungway.server.ids import RequestIds
 from rungway.server.rate import RequestRate
 
@@ -64,10 +64,8 @@ _COUNT_CHECKS: dict[Api, Callable[[dict[str, Any]], str | None]] = {
     Api.ANTHROPIC_MESSAGES: lambda body: anthropic_messages.check_request(body, count_tokens=True),
     Api.GEMINI: gemini.check_count_request,
 }
-_KEY_HINTS = {
-    Api.GEMINI: "`x-goog-api-key: <key>` or `?key=<key>`",
-}
-_DEFAULT_KEY_HINT = "`Authorization: Bearer <key>` or `x-api-key: <key>`"
+_KEY_HINTS = {Api.GEMINI: "`x-goog-api-key: <key>` or `?key=<key>`"}
+_KEY_HINT = "`Authorization: Bearer <key>` or `x-api-key: <key>`"
 
 
 class GatewayApp:
@@ -220,7 +218,7 @@ class GatewayApp:
         if self._keys.required and client_key is None:
             missing = not (headers.keys() & _KEY_HEADERS) and "key=" not in query
             message = (
-                f"no client key: send it as {_KEY_HINTS.get(api, _DEFAULT_KEY_HINT)}"
+                f"no client key: send it as {_KEY_HINTS.get(api, _KEY_HINT)}"
                 if missing
                 else "the client key is not valid for this gateway; check the key you configured"
             )
@@ -332,6 +330,8 @@ class GatewayApp:
             message = f"no such endpoint: {scope['method']} {path}"
             if "/v1" + path in self._paths:  # a base URL without its version path
                 message += f"; did you mean /v1{path}? (a base URL for this gateway ends in /v1)"
+            elif (hint := gemini_hint(path)) is not None:
+                api, message = Api.GEMINI, message + hint
             refusal = Refusal(404, message, "not_found")
         await self._refuse(send, api, self._ids.new(), refusal, started=time.perf_counter())
 

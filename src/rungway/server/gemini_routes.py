@@ -72,6 +72,17 @@ def split(path: str) -> tuple[str, str] | None:
     return None
 
 
+def gemini_hint(path: str) -> str | None:
+    """What to fix when a Gemini method's path missed (a base URL with a version path of
+    its own, which the SDK doubles), or None when the path is not a Gemini method's."""
+    if "/models/" not in path or path.rpartition(":")[2] not in _METHODS:
+        return None
+    return (
+        "; a Gemini client's base URL for this gateway is its root (http://host:port), "
+        "and its API version v1beta or v1"
+    )
+
+
 class GeminiRoutes:
     """Dispatches the Gemini paths to the app's handling, in Gemini's shapes."""
 

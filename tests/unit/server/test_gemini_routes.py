@@ -6,7 +6,7 @@ import pytest
 from pydantic import SecretStr
 
 from rungway.server.auth import ClientKeys, query_key, without_key
-from rungway.server.gemini_routes import split
+from rungway.server.gemini_routes import gemini_hint, split
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,10 @@ def test_a_client_key_is_read_from_google_header_or_query_and_kept_out_of_the_qu
     assert without_key("alt=sse&key=rk-1") == "alt=sse"
     assert without_key("key=rk-1") == ""
     assert without_key("beta=true") == "beta=true"
+
+
+def test_a_missed_gemini_method_path_gets_a_base_url_hint() -> None:
+    assert gemini_hint("/v1beta/v1beta/models/m:generateContent") is not None
+    assert gemini_hint("/gemini/models/m:streamGenerateContent") is not None
+    assert gemini_hint("/v1beta/v1beta/models/m:embedContent") is None
+    assert gemini_hint("/v2/chat/completions") is None
