@@ -103,6 +103,7 @@ def build_gateway(
                 _base_url(config.base_url, config.provider),
                 sources.get(config.id),
                 secrets.get(f"connection:{config.id}"),
+                configured=config.project,
             ),
         )
         for config in settings.connections

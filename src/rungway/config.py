@@ -106,6 +106,9 @@ class ConnectionConfig(_Frozen):
     """Where the usage endpoint lives when not on the provider's usual host (Copilot's)."""
     token_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$")] | None = None
     """Where a stored login renews its access token (the provider's own endpoint if unset)."""
+    project: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{4,61}[a-z0-9]$")] | None = None
+    """The Google Cloud project a Gemini Code Assist login works in, for the tiers that need
+    one named (the Gemini CLI's `GOOGLE_CLOUD_PROJECT`); found with `loadCodeAssist` if unset."""
     models: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
 
     @model_validator(mode="after")
@@ -119,6 +122,8 @@ class ConnectionConfig(_Frozen):
             )
         if self.provider.endswith("-compatible") and self.base_url is None:
             raise ValueError(f"provider `{self.provider}` needs a `base_url`")
+        if self.project is not None and self.provider != "gemini-code-assist":
+            raise ValueError("`project` names a Gemini Code Assist login's Google Cloud project")
         return self
 
 

@@ -39,6 +39,7 @@ METADATA: Final = {
     "pluginType": "GEMINI",
 }
 """What the Gemini CLI says of itself in both calls."""
+FREE_TIER: Final = "free-tier"
 LEGACY_TIER: Final = "legacy-tier"
 """The tier to onboard to when `loadCodeAssist` names no default (the Gemini CLI's choice)."""
 ONBOARD_TRIES: Final = 4
@@ -54,10 +55,12 @@ class CodeAssistProject:
         token: Token,
         *,
         renew: Renew | None = None,
+        configured: str | None = None,
         send: Send = send_token_request,
         wait_s: float = ONBOARD_WAIT_S,
     ) -> None:
         self._base = base_url
+        self._configured = configured
         self._token = token
         self._renew = renew
         self._send = send
@@ -96,16 +99,28 @@ class CodeAssistProject:
         return project
 
     async def _find(self) -> str:
-        loaded = await self._call("loadCodeAssist", {"metadata": METADATA})
+        configured = self._configured
+        # As the Gemini CLI asks: a project the user named goes with both calls, the free
+        # tier's onboarding excepted (Google picks that project itself).
+        named: dict[str, Any] = (
+            {} if configured is None else {"cloudaicompanionProject": configured}
+        )
+        metadata = METADATA if configured is None else {**METADATA, "duetProject": configured}
+        loaded = await self._call("loadCodeAssist", {**named, "metadata": metadata})
         project = _project_id(loaded.get("cloudaicompanionProject"))
         if project is not None:
             return project
         if loaded.get("currentTier"):
+            if configured is not None:
+                return configured
             raise _NotFound(
-                "the account has a Code Assist tier but no project; its Gemini CLI setup "
-                "needs a Google Cloud project (GOOGLE_CLOUD_PROJECT)"
+                "the account's Code Assist tier needs a Google Cloud project named: set the "
+                "connection's `project` (the Gemini CLI's GOOGLE_CLOUD_PROJECT)"
             )
-        request = {"tierId": _default_tier(loaded), "metadata": METADATA}
+        tier = _default_tier(loaded)
+        request = {"tierId": tier, "metadata": metadata}
+        if tier != FREE_TIER:
+            request |= named
         for attempt in range(ONBOARD_TRIES):
             operation = await self._call("onboardUser", request)
             if operation.get("done"):
@@ -113,6 +128,7 @@ class CodeAssistProject:
                 found = _project_id(
                     response.get("cloudaicompanionProject") if isinstance(response, dict) else None
                 )
+                found = found or configured
                 if found is None:
                     raise _NotFound("onboardUser finished without naming a project")
                 return found
@@ -182,15 +198,23 @@ def static_token(secret: SecretStr | None) -> Token:
 
 
 def code_assist_project(
-    provider: str, base_url: str, login: TokenManager | None, secret: SecretStr | None
+    provider: str,
+    base_url: str,
+    login: TokenManager | None,
+    secret: SecretStr | None,
+    *,
+    configured: str | None = None,
 ) -> CodeAssistProject | None:
     """The project holder of a `gemini-code-assist` connection (None for other providers):
-    its token from the stored `login` that renews itself, else the `secret` read at start."""
+    its token from the stored `login` that renews itself, else the `secret` read at start;
+    `configured` is the project the config names, if any."""
     if provider != "gemini-code-assist":
         return None
     if login is None:
-        return CodeAssistProject(base_url, static_token(secret))
-    return CodeAssistProject(base_url, login.token, renew=login.refresh_after_unauthorized)
+        return CodeAssistProject(base_url, static_token(secret), configured=configured)
+    return CodeAssistProject(
+        base_url, login.token, renew=login.refresh_after_unauthorized, configured=configured
+    )
 
 
 async def discover_projects(projects: list[CodeAssistProject], deadline_s: float) -> None:

@@ -10,9 +10,10 @@ from urllib.parse import parse_qs
 
 import orjson
 import pytest
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from rungway.clock import FakeClock
+from rungway.config import ConnectionConfig
 from rungway.credentials.code_assist import CodeAssistProject, static_token
 from rungway.credentials.grants import (
     GEMINI_CLIENT_ID,
@@ -210,3 +211,60 @@ def test_a_refused_token_is_renewed_once_and_the_call_made_again() -> None:
     project = CodeAssistProject("http://ca/v1internal", token, renew=renew, send=upstream)
     assert asyncio.run(project.discover()) == "p-4"
     assert calls == ["Bearer ya29.old", "Bearer ya29.new"]
+
+
+def test_a_tier_that_needs_a_named_project_gets_the_configured_one() -> None:
+    upstream = CodeAssist(loadCodeAssist=[{"currentTier": {"id": "standard-tier"}}])
+    project = CodeAssistProject(
+        "http://ca/v1internal",
+        static_token(SecretStr("ya29.t")),
+        configured="my-project-42",
+        send=upstream,
+    )
+    assert asyncio.run(project.discover()) == "my-project-42"
+    ((name, body, _),) = upstream.calls
+    assert name == "loadCodeAssist"
+    assert body["cloudaicompanionProject"] == "my-project-42"
+    assert body["metadata"]["duetProject"] == "my-project-42"  # type: ignore[index]
+
+
+def test_without_a_configured_project_such_a_tier_says_to_name_one() -> None:
+    upstream = CodeAssist(loadCodeAssist=[{"currentTier": {"id": "standard-tier"}}])
+    project = _project(upstream)
+    assert asyncio.run(project.discover()) is None
+    assert project.problem is not None
+    assert "`project`" in project.problem
+
+
+def test_onboarding_a_paid_tier_names_the_configured_project_and_the_free_tier_does_not() -> None:
+    for tier, named in (("standard-tier", True), ("free-tier", False)):
+        upstream = CodeAssist(
+            loadCodeAssist=[{"allowedTiers": [{"id": tier, "isDefault": True}]}],
+            onboardUser=[{"done": True, "response": {"cloudaicompanionProject": {"id": "p-5"}}}],
+        )
+        project = CodeAssistProject(
+            "http://ca/v1internal",
+            static_token(SecretStr("ya29.t")),
+            configured="my-project-42",
+            send=upstream,
+        )
+        assert asyncio.run(project.discover()) == "p-5"
+        onboard = next(body for method, body, _ in upstream.calls if method == "onboardUser")
+        assert ("cloudaicompanionProject" in onboard) is named
+
+
+def test_a_code_assist_project_is_taken_only_for_a_code_assist_connection() -> None:
+    entry = {
+        "id": "plan",
+        "auth": "oauth",
+        "credential": {"store": "gemini-plan"},
+        "models": ["gemini-2.5-pro"],
+        "project": "my-project-42",
+    }
+    assert ConnectionConfig.model_validate({**entry, "provider": "gemini-code-assist"}).project
+    with pytest.raises(ValidationError, match="Code Assist"):
+        ConnectionConfig.model_validate({**entry, "provider": "anthropic"})
+    with pytest.raises(ValidationError):
+        ConnectionConfig.model_validate(
+            {**entry, "provider": "gemini-code-assist", "project": "Not A Project"}
+        )
