@@ -8,6 +8,7 @@ import orjson
 import pytest
 from google.genai import types
 
+from rungway.protocol.api import Api
 from rungway.protocol.sse import SseSplitter
 from rungway.translate.canonical import (
     ArgumentsDelta,
@@ -28,19 +29,20 @@ from rungway.translate.canonical import (
     UsageReported,
 )
 from rungway.translate.gemini import GEMINI
+from tests.unit.translate.recorded import UPSTREAM_STREAM, recorded
 
 FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "gemini"
 REQUEST = Request(model="gemini-2.5-flash", messages=(Message("user", (Text("hi"),)),))
 
 
-def read(name: str) -> list[Event]:
-    raw = (FIXTURES / name).read_bytes()
+def read(raw: bytes) -> list[Event]:
     reader = GEMINI.stream_reader(REQUEST)
     return [event for sse in SseSplitter().feed(raw) for event in reader.read(sse)]
 
 
 def test_a_stream_of_thoughts_text_and_calls_reads_as_canonical_events() -> None:
-    assert read("stream_tools.sse") == [
+    # The recording the shared stream suite also writes again and reads back.
+    assert read(recorded(Api.GEMINI, UPSTREAM_STREAM)) == [
         Started("stream-1", "gemini-2.5-flash"),
         BlockStarted(0, "thinking"),
         ThinkingDelta(0, "**Planning**\nTwo cities to look up."),
@@ -67,7 +69,7 @@ def test_a_stream_of_thoughts_text_and_calls_reads_as_canonical_events() -> None
 
 
 def test_a_stream_cut_by_a_safety_filter_ends_filtered() -> None:
-    events = read("stream_safety.sse")
+    events = read((FIXTURES / "stream_safety.sse").read_bytes())
     assert events[-3:] == [
         Finished(Stop.FILTERED),
         UsageReported(CanonicalUsage(input_tokens=7, output_tokens=2)),
@@ -77,7 +79,7 @@ def test_a_stream_cut_by_a_safety_filter_ends_filtered() -> None:
 
 
 def test_an_error_inside_a_stream_reads_as_a_stream_error() -> None:
-    assert read("stream_error.sse") == [
+    assert read((FIXTURES / "stream_error.sse").read_bytes()) == [
         Started("stream-3", "gemini-2.5-flash"),
         BlockStarted(0, "text"),
         TextDelta(0, "Hel"),
