@@ -34,6 +34,10 @@ from rungway.routing.snapshot import QuotaWindow
 GATEWAY_KEYS: Final = frozenset({"model", "stream"})
 """The two keys rungway adds to a Gemini body from the URL; never sent upstream."""
 _FORWARDED_CLIENT_HEADERS = ("user-agent", "x-goog-api-client")
+# Parts a user sees besides text; a bare `thoughtSignature` or an empty text is not one.
+_VISIBLE_PARTS = frozenset(
+    {"functionCall", "inlineData", "fileData", "executableCode", "codeExecutionResult"}
+)
 
 
 class GeminiAdapter:
@@ -175,7 +179,7 @@ def has_content(chunk: Mapping[str, Any]) -> bool:
         content = candidate.get("content") if isinstance(candidate, dict) else None
         parts = content.get("parts") if isinstance(content, dict) else None
         for part in parts if isinstance(parts, list) else ():
-            if isinstance(part, dict) and (part.get("text") or set(part) - {"text", "thought"}):
+            if isinstance(part, dict) and (part.get("text") or _VISIBLE_PARTS & part.keys()):
                 return True
     return False
 

@@ -371,3 +371,15 @@ def test_a_bare_429_spends_no_window() -> None:
     )
     assert ADAPTER.error_windows(KEY, status=429, headers={}, body=body, model="m", now=NOW) == ()
     assert ADAPTER.classify_failure(429, {}, body).kind is FailureClass.RATE_LIMITED
+
+
+def test_an_empty_text_with_only_a_thought_signature_is_held_back() -> None:
+    chunk = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": "", "thoughtSignature": "c2ln"}]}}
+        ]
+    }
+    types.GenerateContentResponse.model_validate(chunk)
+    watcher = ADAPTER.watch_stream(strip_usage_chunk=False)
+    (event,) = _events(b"data: " + orjson.dumps(chunk) + b"\r\n\r\n")
+    assert watcher.see(event) is EventKind.PREAMBLE
