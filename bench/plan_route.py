@@ -6,7 +6,10 @@ metered keys with free, cheap and premium models, and an uncurated OpenAI-compat
 endpoint. Plan connections carry 5h and 7d windows (every third also a model-scoped
 weekly window), half the metered keys carry a rate-limit window, every 13th connection is
 cooling down, every 29th has a half-open breaker, and the paid rungs have budgets with some
-spend. Every connection speaks the request's API, so nothing is cut early by API.
+spend. Every connection speaks the request's API, so nothing is cut early by API. Every
+fourth model is known to read no images and to take 64k tokens; the others' capabilities
+are unknown. The request needs room for a 3,000-token prompt and tools; the `+image` cases
+also send an image, so every model's capabilities are checked and a quarter are skipped.
 
 Each case times single calls with `time.perf_counter_ns` and reports the median and p99 in
 microseconds, and how the median grows from one size to the next.
@@ -28,10 +31,12 @@ import time
 from dataclasses import dataclass
 
 from rungway import app
+from rungway.models.capabilities import UNKNOWN, ModelCapabilities
 from rungway.pricing import Tier
 from rungway.routing.autoid import Category, parse_auto_id
 from rungway.routing.billing import BillingClass, Catalog
 from rungway.routing.ladder import RouteRequest, plan_route
+from rungway.routing.needs import RequestNeeds
 from rungway.routing.rungs import Rung, rung_for
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import (
@@ -47,7 +52,10 @@ from rungway.routing.snapshot import (
 
 SIZES = (10, 100, 1_000)
 MODELS_PER_CONNECTION = 20
-LADDERS = ("auto/thrifty", "auto/subscription")
+LADDERS = ("auto/thrifty", "auto/subscription", "auto/thrifty+image", "auto/subscription+image")
+TEXT_ONLY = ModelCapabilities(vision=False, context_window=64_000)
+NEEDS = RequestNeeds(tools=True, prompt_tokens=3_000)
+WITH_IMAGE = RequestNeeds(vision=True, tools=True, prompt_tokens=4_600)
 API = "openai_chat"
 NOW = 1_787_400_000.0
 # (provider, auth): four plans, one keyless server, four metered vendors, one uncurated.
@@ -82,8 +90,11 @@ def served_models(provider: str, rung_of: dict[Tier, Rung]) -> tuple[ServedModel
             tier, price = Tier.CHEAP, 0.2 * (j % 5) + 0.01 * j
         else:
             tier, price = Tier.PREMIUM, 2.5 + 0.1 * j
+        capabilities = TEXT_ONLY if j % 4 == 3 else UNKNOWN
         models.append(
-            ServedModel(f"{provider}-model-{j:02d}", rung_of[tier], tier, price, CATEGORIES)
+            ServedModel(
+                f"{provider}-model-{j:02d}", rung_of[tier], tier, price, CATEGORIES, capabilities
+            )
         )
     return tuple(models)
 
@@ -144,9 +155,15 @@ class Result:
     skipped: int
 
 
+def route_request(case: str) -> RouteRequest:
+    """The request of a case: `auto_id`, or `auto_id+image` for one that sends an image."""
+    auto_id, image, _ = case.partition("+image")
+    return RouteRequest(auto_id, parse_auto_id(auto_id), API, WITH_IMAGE if image else NEEDS)
+
+
 def measure(size: int, auto_id: str, seconds: float) -> Result:
     snapshot = world(size)
-    request = RouteRequest(auto_id, parse_auto_id(auto_id), API)
+    request = route_request(auto_id)
     plan = plan_route(request, SETTINGS, snapshot, NOW)
     clock = time.perf_counter_ns
     start = clock()
@@ -175,7 +192,7 @@ def measure(size: int, auto_id: str, seconds: float) -> Result:
 
 def profile(size: int, auto_id: str) -> None:
     snapshot = world(size)
-    request = RouteRequest(auto_id, parse_auto_id(auto_id), API)
+    request = route_request(auto_id)
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(max(20, 20_000 // size)):
@@ -196,7 +213,7 @@ def main() -> None:
         return
     print(f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})")
     print(
-        f"{'ladder':<18} {'conns':>6} {'cands':>6} {'skips':>6} {'iters':>7} "
+        f"{'ladder':<24} {'conns':>6} {'cands':>6} {'skips':>6} {'iters':>7} "
         f"{'median µs':>10} {'p99 µs':>10} {'growth':>7}"
     )
     for auto_id in LADDERS:
@@ -205,7 +222,7 @@ def main() -> None:
             result = measure(size, auto_id, args.seconds)
             growth = "" if previous is None else f"{result.median_us / previous.median_us:.1f}x"
             print(
-                f"{auto_id:<18} {size:>6} {result.candidates:>6} {result.skipped:>6} "
+                f"{auto_id:<24} {size:>6} {result.candidates:>6} {result.skipped:>6} "
                 f"{result.iterations:>7} {result.median_us:>10.1f} {result.p99_us:>10.1f} "
                 f"{growth:>7}"
             )

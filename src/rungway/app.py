@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 import yaml
@@ -18,7 +18,7 @@ from rungway.cluster.link import RedisLink
 from rungway.cluster.polls import RedisPollClaim
 from rungway.cluster.rate import RedisRateWindows
 from rungway.cluster.state import RedisStateStore
-from rungway.config import Settings
+from rungway.config import Settings, capability_rows, category_rows
 from rungway.credentials.code_assist import (
     CodeAssistProject,
     code_assist_project,
@@ -39,7 +39,9 @@ from rungway.metrics.collector import StateCollector
 from rungway.metrics.endpoint import MetricsEndpoint
 from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
+from rungway.models.capabilities import model_capabilities
 from rungway.pricing import PriceBook, classify_tier
+from rungway.pricing.prices import listed_context_window
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import PollTarget, UsagePoller
 from rungway.quota.store import StateStore
@@ -303,7 +305,8 @@ def build_roster(settings: Settings) -> Roster:
         for e in settings.billing
     ]
     catalog = Catalog([*operator, *builtin_catalog()])
-    extra = {pattern: frozenset(cats) for pattern, cats in settings.capabilities.items()}
+    extra = category_rows(settings)
+    capability_extra = capability_rows(settings)
     prices = PriceBook(settings.prices)
     connections = []
     for config in settings.connections:
@@ -312,6 +315,12 @@ def build_roster(settings: Settings) -> Roster:
         for model in config.models:
             verdict = classify_tier(config.provider, model, settings.tiers, prices=prices)
             price = verdict.price.input_per_mtok if verdict.price is not None else None
+            capabilities = model_capabilities(model, capability_extra)
+            if capabilities.context_window is None:
+                # The maintained source: genai-prices lists most metered models' windows.
+                window = listed_context_window(config.provider, model)
+                if window is not None:
+                    capabilities = replace(capabilities, context_window=window)
             served.append(
                 ServedModel(
                     model,
@@ -319,6 +328,7 @@ def build_roster(settings: Settings) -> Roster:
                     verdict.tier,
                     float(price) if price is not None else None,
                     model_categories(model, extra),
+                    capabilities,
                 )
             )
         api = provider_entry(config.provider).adapter.api.value

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from rungway.models.capabilities import ModelCapabilities, Structured
 from rungway.pricing import PriceOverride, TierSettings
 from rungway.protocol.auth import Auth
 from rungway.routing.autoid import BadAutoId, Category, is_auto_id, parse_auto_id
@@ -248,6 +249,31 @@ class BillingEntryConfig(_Frozen):
     reason: Annotated[str, Field(min_length=1)]
 
 
+class CapabilityConfig(_Frozen):
+    """A `capabilities:` row in its long form: the model's categories and what it can do.
+
+    A field left out keeps what the built-in table says (unknown when it says nothing)."""
+
+    categories: tuple[Category, ...] = ()
+    vision: bool | None = None
+    tools: bool | None = None
+    reasoning: bool | None = None
+    structured_output: Structured | None = None
+    context_window: Annotated[int, Field(gt=0)] | None = None
+    max_output: Annotated[int, Field(gt=0)] | None = None
+
+    def capabilities(self) -> ModelCapabilities:
+        """The row as the capability table takes it."""
+        return ModelCapabilities(
+            vision=self.vision,
+            tools=self.tools,
+            reasoning=self.reasoning,
+            structured=self.structured_output,
+            context_window=self.context_window,
+            max_output=self.max_output,
+        )
+
+
 class Settings(_Frozen):
     """The whole configuration."""
 
@@ -258,7 +284,9 @@ class Settings(_Frozen):
     """Per-model prices per million tokens (`provider/glob` or `glob`) over the list prices:
     what a model without a list price costs to the budgets, the ledger and its tier."""
     billing: tuple[BillingEntryConfig, ...] = ()
-    capabilities: dict[str, tuple[Category, ...]] = Field(default_factory=dict)
+    capabilities: dict[str, tuple[Category, ...] | CapabilityConfig] = Field(default_factory=dict)
+    """Rows over the built-in tables, by model glob: a list of categories, or the long form
+    with categories and capabilities."""
     timeouts: TimeoutSettings = TimeoutSettings()
     ledger: LedgerSettings = LedgerSettings()
     state: StateSettings = StateSettings()
@@ -302,6 +330,23 @@ class Settings(_Frozen):
         if len(names) != len(set(names)):
             raise ValueError("client_keys: every key needs a distinct `name`")
         return self
+
+
+def category_rows(settings: Settings) -> dict[str, frozenset[Category]]:
+    """The configured `capabilities:` rows as the category table takes them."""
+    return {
+        pattern: frozenset(row if isinstance(row, tuple) else row.categories)
+        for pattern, row in settings.capabilities.items()
+    }
+
+
+def capability_rows(settings: Settings) -> dict[str, ModelCapabilities]:
+    """The configured long-form `capabilities:` rows as the capability table takes them."""
+    return {
+        pattern: row.capabilities()
+        for pattern, row in settings.capabilities.items()
+        if isinstance(row, CapabilityConfig)
+    }
 
 
 class ConfigError(Exception):

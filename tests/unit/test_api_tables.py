@@ -15,6 +15,7 @@ from rungway.adapters.registry import PROVIDERS
 from rungway.engine import output_limit
 from rungway.protocol.api import Api
 from rungway.protocol.errors import ERROR_BODIES, STREAM_ERROR_EVENTS
+from rungway.routing import needs
 from rungway.server import app as server_app
 from rungway.translate.codecs import CODECS
 
@@ -24,6 +25,7 @@ TABLES: dict[str, Mapping[Api, object]] = {
     "translate.codecs.CODECS": CODECS,
     "engine.output_limit._OUTPUT_FIELDS": output_limit._OUTPUT_FIELDS,
     "server.app._CHECKS": server_app._CHECKS,
+    "routing.needs._READERS": needs._READERS,
 }
 
 

@@ -2,8 +2,9 @@
 
 A named model goes to the connections that serve it (the plan is fixed, so it is built once
 per name), less those an operator disabled or that rest (a cooldown, an open breaker). An
-`auto` id runs the ladder over a fresh snapshot; an empty ladder answers with an error,
-never a fallback to another billing class.
+`auto` id runs the ladder over a fresh snapshot, with what the request needs of a model
+(read once from its parsed body); an empty ladder answers with an error, never a fallback
+to another billing class.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rungway.routing.billing import BillingClass
 from rungway.routing.gates import price_verdict
 from rungway.routing.ladder import RouteRequest, plan_route
 from rungway.routing.named import gate_named
+from rungway.routing.needs import request_needs
 from rungway.routing.plan import Candidate, RoutePlan, Skip
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 from rungway.routing.rungs import Rung
@@ -189,7 +191,8 @@ class Planner:
         snapshot = Snapshot(
             ladder.roster, ladder.state.connection_states(now), ladder.budget.rung_spend(now)
         )
-        request = RouteRequest(resolution.requested, spec, call.api.value)
+        needs = request_needs(call.api, call.body, len(call.raw_body))
+        request = RouteRequest(resolution.requested, spec, call.api.value, needs)
         route_plan = plan_route(request, ladder.settings, snapshot, now)
         routes = [
             self._route(Target(connection_id, candidate.model), candidate.rung)

@@ -57,9 +57,7 @@ class ModelCapabilities:
 
 UNKNOWN = ModelCapabilities()
 
-_CLAUDE = ModelCapabilities(
-    vision=True, tools=True, reasoning=True, structured=Structured.TOOL, context_window=200_000
-)
+_CLAUDE = ModelCapabilities(vision=True, tools=True, reasoning=True, structured=Structured.TOOL)
 _OPENAI_REASONING = ModelCapabilities(
     vision=True, tools=True, reasoning=True, structured=Structured.SCHEMA
 )

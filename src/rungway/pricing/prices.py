@@ -165,3 +165,9 @@ def _to_model_price(price: ListedPrice) -> ModelPrice | None:
 
 def _prices_anything(price: ListedPrice) -> bool:
     return any(rate is not None for rate in vars(price).values())
+
+
+def listed_context_window(provider: str, model: str) -> int | None:
+    """The input tokens genai-prices lists `model` at `provider` as accepting, if it lists any."""
+    info = _find_model(provider, model)
+    return None if info is None else info.context_window

@@ -1,5 +1,5 @@
 """The gates a connection passes to enter a plan: operator, quota, cooldown, breaker, budget,
-and a price for a model on a paid rung with a budget.
+a price for a model on a paid rung with a budget, and what the request needs of the model.
 
 Each gate returns a `Verdict`: `PASS` or the reason to skip. `strict` is the
 `auto/subscription` reading of the evidence (anything unverified fails); without it, only
@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rungway.models.capabilities import ModelCapabilities, Structured
 from rungway.routing.billing import BillingClass, BillingVerdict, Overage
+from rungway.routing.needs import RequestNeeds
 from rungway.routing.plan import SkipReason
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
@@ -216,6 +218,36 @@ def price_verdict(
         return PASS
     detail = f"no list price for {provider}/{model}: add it under `prices:` in the config"
     return Verdict(SkipReason.UNPRICED, detail)
+
+
+_SERVES_JSON = (Structured.SCHEMA, Structured.JSON, Structured.TOOL)
+_SERVES_SCHEMA = (Structured.SCHEMA, Structured.TOOL)
+
+
+def capability_verdict(model: str, capabilities: ModelCapabilities, needs: RequestNeeds) -> Verdict:
+    """A model that lacks what the request needs is skipped; an unknown capability passes.
+
+    Structured output passes where the model's API takes the schema, or (Claude before 4.5)
+    a forced tool stands in for it; a JSON mode without a schema serves only a request for
+    any JSON object."""
+    if needs.vision and capabilities.vision is False:
+        return Verdict(SkipReason.NO_VISION, f"{model} does not read images")
+    if needs.tools and capabilities.tools is False:
+        return Verdict(SkipReason.NO_TOOL_USE, f"{model} does not call tools")
+    window = capabilities.context_window
+    if window is not None and needs.prompt_tokens > window:
+        # No figure of the prompt's own: the estimate is rough, and a plan kept per kind of
+        # need serves every prompt between the same two windows.
+        detail = f"{model} takes {window} tokens, fewer than the prompt's estimated size"
+        return Verdict(SkipReason.CONTEXT_TOO_SMALL, detail)
+    structured = capabilities.structured
+    if needs.structured is not None and structured is not None:
+        served = _SERVES_SCHEMA if needs.structured == "schema" else _SERVES_JSON
+        if structured not in served:
+            asked = "a JSON schema" if needs.structured == "schema" else "JSON output"
+            detail = f"{model} cannot be held to {asked} (structured output: {structured})"
+            return Verdict(SkipReason.NO_STRUCTURED_OUTPUT, detail)
+    return PASS
 
 
 def _later(candidate: Verdict, current: Verdict) -> bool:

@@ -1,7 +1,9 @@
 """`plan_route`: the ladder as a plain function over a frozen snapshot and a given instant.
 
-A connection an operator disabled is never planned. `auto/subscription` (fail closed)
-keeps only plan connections that are verified usable: subscription billing, a hard-stop
+A connection an operator disabled is never planned, and a model that lacks what the request
+needs (vision, tool use, room for the prompt, structured output) is skipped with the reason.
+`auto/subscription` (fail closed) keeps only plan connections that are verified usable:
+subscription billing, a hard-stop
 overage (the catalog's, unless the account's live flag says it bills past its quota), fresh
 quota readings above the cut-off, no cooldown and a closed breaker.
 `auto/thrifty` (fail open) keeps every rung and drops a connection only on positive
@@ -16,20 +18,24 @@ model) pair: the roster shares one id tuple between all groups with the same mem
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from rungway.models.capabilities import Structured
 from rungway.routing.autoid import AutoSpec, Ladder
 from rungway.routing.billing import BillingClass
 from rungway.routing.gates import (
     Verdict,
     budget_verdict,
+    capability_verdict,
     disabled_verdict,
     health_verdict,
     price_verdict,
     quota_verdict,
     subscription_verdict,
 )
+from rungway.routing.needs import NO_NEEDS, RequestNeeds
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.rungs import Rung
 from rungway.routing.scoring import WEIGHTS, score
@@ -52,11 +58,13 @@ _PAID = frozenset(rung for rung in Rung if rung.paid)
 
 @dataclass(frozen=True, slots=True)
 class RouteRequest:
-    """What the ladder needs of a request: the name asked for, its spec and the ingress API."""
+    """What the ladder needs of a request: the name asked for, its spec, the ingress API and
+    what the request needs of a model."""
 
     requested: str
     spec: AutoSpec
     api: str
+    needs: RequestNeeds = NO_NEEDS
 
 
 def plan_route(
@@ -67,7 +75,12 @@ def plan_route(
     planner.admit_connections()
     groups = planner.index.groups(request.spec.category)
     planner.skipped.extend(groups.skipped)
-    for order, group in groups.served:
+    served = groups.served
+    if planner.index.may_turn_away(request.needs):
+        able = planner.index.able(request.spec.category, request.needs)
+        planner.skipped.extend(able.skipped)
+        served = able.served
+    for order, group in served:
         planner.place(order, group)
     return RoutePlan(
         requested=request.requested,
@@ -102,6 +115,45 @@ class _Index:
                 self.subscription_skips[connection.id] = _skip(verdict, connection)
         self._by_category: dict[object, _Groups] = {}
         self._roster = roster
+        # What any model on the roster is known to lack, so that a request needing none of
+        # it (most of them) is not checked model by model.
+        known = [group.capabilities for group in roster.groups]
+        self._no_vision = any(c.vision is False for c in known)
+        self._no_tools = any(c.tools is False for c in known)
+        self._windows = sorted({c.context_window for c in known if c.context_window is not None})
+        self._smallest_window = self._windows[0] if self._windows else None
+        self._by_needs: dict[tuple[object, ...], _Groups] = {}
+        self._structured_limited = any(
+            c.structured is not None and c.structured is not Structured.SCHEMA for c in known
+        )
+
+    def may_turn_away(self, needs: RequestNeeds) -> bool:
+        """True when some model on the roster may lack what `needs` asks for."""
+        return (
+            (needs.vision and self._no_vision)
+            or (needs.tools and self._no_tools)
+            or (self._smallest_window is not None and needs.prompt_tokens > self._smallest_window)
+            or (needs.structured is not None and self._structured_limited)
+        )
+
+    def able(self, category: object, needs: RequestNeeds) -> _Groups:
+        """The groups serving `category` whose model can serve `needs`, and the skips of the
+        rest. Kept per kind of need: a prompt's size matters only by the windows it exceeds."""
+        exceeded = bisect_left(self._windows, needs.prompt_tokens)
+        key = (category, needs.vision, needs.tools, needs.structured, exceeded)
+        found = self._by_needs.get(key)
+        if found is None:
+            kept: list[tuple[int, ModelGroup]] = []
+            skipped: list[Skip] = []
+            for order, group in self.groups(category).served:
+                verdict = capability_verdict(group.model, group.capabilities, needs)
+                if verdict.reason is None:
+                    kept.append((order, group))
+                else:
+                    where = f"{group.provider}/{group.model}"
+                    skipped.append(Skip(verdict.reason, verdict.detail, model=where))
+            found = self._by_needs[key] = _Groups(tuple(kept), tuple(skipped))
+        return found
 
     @staticmethod
     def of(snapshot: Snapshot) -> _Index:
@@ -302,9 +354,7 @@ class _Planner:
         keyed = [
             (
                 rung,
-                -score(
-                    headroom, price, health, fit=1.0, price_range=ranges.get(rung), weights=weights
-                ),
+                -score(headroom, price, health, price_range=ranges.get(rung), weights=weights),
                 order,
                 at,
             )

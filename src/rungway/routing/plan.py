@@ -28,6 +28,10 @@ class SkipReason(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     UNPRICED = "unpriced"
     DISABLED = "disabled"
+    NO_VISION = "no_vision"
+    NO_TOOL_USE = "no_tool_use"
+    CONTEXT_TOO_SMALL = "context_too_small"
+    NO_STRUCTURED_OUTPUT = "no_structured_output"
 
 
 class Skip(NamedTuple):

@@ -13,6 +13,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import NamedTuple
 
+from rungway.models.capabilities import UNKNOWN, ModelCapabilities
 from rungway.pricing import Tier
 from rungway.routing.autoid import Category
 from rungway.routing.billing import BillingVerdict
@@ -84,13 +85,14 @@ class RungSpend:
 
 @dataclass(frozen=True, slots=True)
 class ServedModel:
-    """One model on one connection: its rung, tier, list price and capabilities."""
+    """One model on one connection: its rung, tier, list price, categories and capabilities."""
 
     model: str
     rung: Rung
     tier: Tier
     input_per_mtok: float | None
     categories: frozenset[Category]
+    capabilities: ModelCapabilities = UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,7 @@ class ModelGroup:
     categories: frozenset[Category]
     members: tuple[GroupMember, ...]
     shares: tuple[RungShare, ...]
+    capabilities: ModelCapabilities = UNKNOWN
 
 
 class Roster:
@@ -158,9 +161,15 @@ class Roster:
                 ids = tuple(connection.id for connection, _ in by_rung[rung])
                 ids = interned.setdefault(ids, ids)
                 shares.append(RungShare(rung, ids, by_rung[rung][0].served.input_per_mtok))
+            first = members[0].served
             groups.append(
                 ModelGroup(
-                    provider, model, members[0].served.categories, tuple(members), tuple(shares)
+                    provider,
+                    model,
+                    first.categories,
+                    tuple(members),
+                    tuple(shares),
+                    first.capabilities,
                 )
             )
         self.groups: tuple[ModelGroup, ...] = tuple(groups)

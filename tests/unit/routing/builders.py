@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
+from rungway.models.capabilities import UNKNOWN, ModelCapabilities
 from rungway.pricing import Tier
 from rungway.routing.autoid import Category, parse_auto_id
 from rungway.routing.billing import BillingClass, Catalog, CatalogEntry, Overage
 from rungway.routing.capabilities import model_categories
 from rungway.routing.ladder import RouteRequest, plan_route
+from rungway.routing.needs import NO_NEEDS, RequestNeeds
 from rungway.routing.plan import RoutePlan, SkipReason
 from rungway.routing.rungs import Rung, rung_for
 from rungway.routing.settings import LadderSettings
@@ -67,6 +69,7 @@ def connection(
     api: str = API,
     prices: Mapping[str, float] | None = None,
     categories: Mapping[str, frozenset[Category]] | None = None,
+    capabilities: Mapping[str, ModelCapabilities] | None = None,
     catalog: Catalog = CATALOG,
 ) -> RosterConnection:
     """A connection classified by `catalog`; a model's rung follows from its billing and tier."""
@@ -79,6 +82,7 @@ def connection(
             tier,
             (prices or {}).get(model),
             (categories or {}).get(model) or model_categories(model),
+            (capabilities or {}).get(model, UNKNOWN),
         )
         for model, tier in tiers.items()
     )
@@ -137,10 +141,11 @@ def route(
     spend: Mapping[Rung, RungSpend] | None = None,
     api: str = API,
     now: float = NOW,
+    needs: RequestNeeds = NO_NEEDS,
 ) -> RoutePlan:
     """`plan_route` for `auto_id` over a roster of `connections`."""
     snapshot = Snapshot(Roster(connections), states or {}, spend or {})
-    request = RouteRequest(auto_id, parse_auto_id(auto_id), api)
+    request = RouteRequest(auto_id, parse_auto_id(auto_id), api, needs)
     return plan_route(request, settings, snapshot, now)
 
 

@@ -4,7 +4,7 @@ A world is a random billing catalog, a roster of connections (providers, auths, 
 models, tiers, prices), quota readings (used percent, resets before and after now, ages,
 statuses, model scopes, exhaustion memory), the accounts' live overage flags (billing past
 the quota permitted, and in use), cooldowns, breakers, disabled connections, budgets,
-spend and a clock.
+spend, a clock, each model's capabilities and what the request needs of a model.
 Oracles are written out here from the spec, never by calling the gates they check.
 """
 
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rungway.models.capabilities import ModelCapabilities, Structured
 from rungway.pricing import Tier
 from rungway.routing.autoid import AutoSpec, Category, Ladder
 from rungway.routing.billing import (
@@ -27,6 +28,7 @@ from rungway.routing.billing import (
     Overage,
 )
 from rungway.routing.ladder import RouteRequest, plan_route
+from rungway.routing.needs import RequestNeeds
 from rungway.routing.plan import RoutePlan, SkipReason
 from rungway.routing.rungs import Rung, rung_for
 from rungway.routing.settings import LadderSettings, RungName
@@ -49,6 +51,27 @@ AUTHS = ("oauth", "apikey", "none", "cookie")
 MODELS = ("m0", "m1", "m2", "fable", "saga")
 RUNG_NAMES: tuple[RungName, ...] = ("subscription", "keyless", "free", "cheap", "premium")
 EXAMPLES = settings(deadline=None)
+CAPABILITY = {
+    SkipReason.NO_VISION,
+    SkipReason.NO_TOOL_USE,
+    SkipReason.CONTEXT_TOO_SMALL,
+    SkipReason.NO_STRUCTURED_OUTPUT,
+}
+
+capability_sets = st.builds(
+    ModelCapabilities,
+    vision=st.sampled_from([None, True, False]),
+    tools=st.sampled_from([None, True, False]),
+    structured=st.sampled_from([None, *Structured]),
+    context_window=st.sampled_from([None, 8_000, 64_000, 200_000]),
+)
+request_needs = st.builds(
+    RequestNeeds,
+    vision=st.booleans(),
+    tools=st.booleans(),
+    structured=st.sampled_from([None, None, "json", "schema"]),
+    prompt_tokens=st.sampled_from([0, 5_000, 60_000, 150_000, 500_000]),
+)
 
 entries = st.builds(
     CatalogEntry,
@@ -79,7 +102,8 @@ class World:
     def wanted(self, connection: RosterConnection, served: ServedModel) -> bool:
         """The request could use this model on this connection, quota and health aside."""
         category = self.request.spec.category
-        return category is None or category in served.categories
+        wanted = category is None or category in served.categories
+        return wanted and able(self.request.needs, served.capabilities)
 
 
 @st.composite
@@ -94,6 +118,11 @@ def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = T
     categories = {
         model: draw(st.frozensets(st.sampled_from(Category), min_size=1)) for model in MODELS
     }
+    # Mostly unknown, as most models are: a world where every model lacks something would
+    # leave nothing to plan.
+    capabilities = {
+        model: draw(st.one_of(st.just(ModelCapabilities()), capability_sets)) for model in MODELS
+    }
     roster = []
     for index in range(draw(st.integers(1, 8))):
         provider = draw(st.sampled_from([*PROVIDERS, *["planned"] * 4]))
@@ -107,7 +136,14 @@ def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = T
                 priced[provider, model] = (tier, draw(st.sampled_from([None, 0.0, 0.2, 0.8, 3.0])))
             tier, price = priced[provider, model]
             served.append(
-                ServedModel(model, rung_for(billing, tier), tier, price, categories[model])
+                ServedModel(
+                    model,
+                    rung_for(billing, tier),
+                    tier,
+                    price,
+                    categories[model],
+                    capabilities[model],
+                )
             )
         api = draw(st.sampled_from([API, API, API, OTHER_API]))
         roster.append(RosterConnection(f"c{index}", provider, auth, api, billing, tuple(served)))
@@ -142,7 +178,8 @@ def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = T
         ladder or draw(st.sampled_from(Ladder)),
         draw(st.one_of(st.none(), st.none(), st.sampled_from(Category))),
     )
-    request = RouteRequest(spec.id, spec, API)
+    needs = draw(st.one_of(st.just(RequestNeeds(prompt_tokens=100)), request_needs))
+    request = RouteRequest(spec.id, spec, API, needs)
     return World(request, ladder_settings, Snapshot(Roster(roster), states, spend), now)
 
 
@@ -255,6 +292,25 @@ def evidently_exhausted(w: QuotaWindow, world: World) -> bool:
     return 100.0 - w.used_percent <= floor
 
 
+def able(needs: RequestNeeds, capabilities: ModelCapabilities) -> bool:
+    """Nothing the request needs is known to be missing; an unknown capability is there.
+
+    Structured output is served by a schema-taking API or a forced tool standing in; a bare
+    JSON mode serves only a request for any JSON object."""
+    if needs.vision and capabilities.vision is False:
+        return False
+    if needs.tools and capabilities.tools is False:
+        return False
+    window = capabilities.context_window
+    if window is not None and needs.prompt_tokens > window:
+        return False
+    if needs.structured == "schema":
+        return capabilities.structured not in (Structured.JSON, Structured.NONE)
+    if needs.structured == "json":
+        return capabilities.structured is not Structured.NONE
+    return True
+
+
 def cooling_down(state: ConnectionState, now: float) -> bool:
     return state.cooldown_until is not None and state.cooldown_until > now
 
@@ -359,7 +415,7 @@ def test_thrifty_drops_nothing_when_all_telemetry_is_missing(world: World) -> No
                 and connection.id in c.connection_ids
             ]
             assert len(hits) == (1 if world.wanted(connection, served) else 0)
-    assert {s.reason for s in plan.skipped} <= {SkipReason.CATEGORY_MISMATCH}
+    assert {s.reason for s in plan.skipped} <= {SkipReason.CATEGORY_MISMATCH, *CAPABILITY}
 
 
 @EXAMPLES
@@ -427,3 +483,27 @@ def test_catalog_resolution_order(
     assert verdict == BillingVerdict(
         entry.billing, overage, entry.reason, verdict.entry, live_overage=entry.overage == LIVE
     )
+
+
+@EXAMPLES
+@given(worlds())
+def test_no_candidate_lacks_a_capability_the_request_needs(world: World) -> None:
+    plan = world.plan()
+    for candidate in plan.candidates:
+        for connection_id in candidate.connection_ids:
+            served = serving(world, connection_id, candidate.model)
+            assert able(world.request.needs, served.capabilities), (candidate, served)
+    # And every model turned away for a capability is one that lacks it.
+    for skip in plan.skipped:
+        if skip.reason in CAPABILITY:
+            assert skip.model is not None
+            provider, model = skip.model.split("/", 1)
+            lacking = [
+                served
+                for connection in world.connections
+                if connection.provider == provider
+                for served in connection.models
+                if served.model == model
+            ]
+            assert lacking
+            assert not any(able(world.request.needs, s.capabilities) for s in lacking)
