@@ -174,10 +174,28 @@ def _part(part: object, where: str) -> str | None:
         for name in required:
             if not isinstance(field(value, name), str) or not field(value, name):
                 return f"{where}.{kind}.{name} is required (a non-empty string)"
+        media_type = field(value, "mimeType")
+        if media_type is not None and not isinstance(media_type, str):
+            return f"{where}.{kind}.mimeType must be a string"
         for name in ("args", "response"):
             if value.get(name) is not None and not isinstance(value[name], dict):
                 return f"{where}.{kind}.{name} must be an object"
-        problem = _string(value.get("id"), f"{where}.{kind}.id")
+        problem = _string(value.get("id"), f"{where}.{kind}.id") or _response_parts(
+            value.get("parts"), f"{where}.{kind}.parts"
+        )
+        if problem is not None:
+            return problem
+    return None
+
+
+def _response_parts(parts: object, where: str) -> str | None:
+    """A multimodal function response's own parts: images, each a Part."""
+    if parts is None:
+        return None
+    if not isinstance(parts, list):
+        return f"{where} must be an array of Part objects"
+    for number, part in enumerate(parts):
+        problem = _part(part, f"{where}[{number}]")
         if problem is not None:
             return problem
     return None

@@ -9,6 +9,7 @@ oldest unanswered call of its name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from typing import Any, Literal
 
@@ -142,7 +143,11 @@ def _read_part(
     if isinstance(response, dict):
         waiting = unanswered.get(response["name"])
         answered = response.get("id") or (waiting.popleft() if waiting else call_id)
-        return [*lead, _read_result(answered, response.get("response") or {})]
+        result = _read_result(answered, response.get("response") or {})
+        # A multimodal response's own images (`functionResponse.parts`, as Gemini 3 takes).
+        images = (_read_image(item, dropped) for item in response.get("parts") or ())
+        content = result.content + tuple(image for image in images if image is not None)
+        return [*lead, dataclasses.replace(result, content=content)]
     image = _read_image(part, dropped)
     if image is not None:
         return [*lead, image]

@@ -49,6 +49,14 @@ def test_a_full_request_passes() -> None:
             "contents[0].parts[0].functionResponse.name is required",
         ),
         ({"contents": [{"parts": [{"thought": "yes"}]}]}, "thought must be a boolean"),
+        (
+            {"contents": [{"parts": [{"functionResponse": {"name": "f", "parts": {}}}]}]},
+            "functionResponse.parts must be an array",
+        ),
+        (
+            {"contents": [{"parts": [{"functionResponse": {"name": "f", "parts": [{}, 1]}}]}]},
+            "functionResponse.parts[1] must be a Part object",
+        ),
         ({"systemInstruction": "Be brief."}, "systemInstruction must be a Content object"),
         ({"system_instruction": {"parts": [{"text": 3}]}}, "systemInstruction.parts[0].text"),
         ({"tools": {"functionDeclarations": []}}, "tools must be an array"),

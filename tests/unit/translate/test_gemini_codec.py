@@ -15,6 +15,7 @@ import pydantic
 import pytest
 from google.genai import types
 
+from rungway.protocol.gemini import check_request
 from rungway.translate.anthropic import ANTHROPIC
 from rungway.translate.canonical import (
     CanonicalUsage,
@@ -572,3 +573,52 @@ def test_reasoning_writes_as_a_thinking_budget_with_thoughts_included(
     request = dataclasses.replace(CANONICAL, reasoning=reasoning)
     config = GEMINI.write_request(request, model="m")["generationConfig"]
     assert config["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": budget}
+
+
+def test_a_multimodal_function_response_keeps_its_images() -> None:
+    response = {
+        "name": "screenshot",
+        "response": {"output": "saved"},
+        "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBO"}}],
+    }
+    types.FunctionResponse.model_validate_json(orjson.dumps(response))
+    body = conversation(
+        {"role": "model", "parts": [{"functionCall": {"name": "screenshot"}}]},
+        {"role": "user", "parts": [{"functionResponse": response}]},
+    )
+    _, results = GEMINI.read_request(body).messages
+    assert results.parts == (ToolResult("call_0_0", (Text("saved"), Image("image/png", "iVBO"))),)
+
+
+def _paths(value: object, at: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every path into a JSON value, to its objects, arrays and leaves alike."""
+    found = [at]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*at, index))
+    return found
+
+
+ODD_VALUES: list[object] = [None, 0, -1, 2.5, True, "", "x", "MODEL", [], [1], ["x"], {}, {"a": 1}]
+
+
+def test_any_request_the_checks_let_through_translates_without_failing() -> None:
+    base = fixture("request_full.json")
+    checked = 0
+    for path in _paths(base)[1:]:
+        for value in ODD_VALUES:
+            body = orjson.loads(orjson.dumps(base))
+            holder = body
+            for key in path[:-1]:
+                holder = holder[key]
+            holder[path[-1]] = value
+            if check_request(body) is not None:
+                continue
+            checked += 1
+            request = GEMINI.read_request(body)
+            written = GEMINI.write_request(request, model="m")
+            GEMINI.read_request(written)
+    assert checked > 100  # many odd values are fine; each of them was translated
