@@ -42,8 +42,10 @@ class ModelCapabilities:
     vision: bool | None = None
     tools: bool | None = None
     reasoning: bool | None = None
-    """It thinks before answering and takes a reasoning effort (OpenAI's o-series and GPT-5,
-    Claude's extended thinking, Gemini 2.5's thinking)."""
+    """It thinks before answering and takes a reasoning effort, with an output limit that
+    covers the thinking (OpenAI's o-series and GPT-5, which take `max_completion_tokens` and
+    reject `max_tokens`; Claude's extended thinking; Gemini 2.5's thinking). A model that
+    reasons but takes neither (DeepSeek's reasoner) is left unknown here."""
     structured: Structured | None = None
     context_window: int | None = None
     """Input tokens the model accepts."""
@@ -90,7 +92,7 @@ BUILT_IN: dict[str, ModelCapabilities] = {
     "o3-mini*": ModelCapabilities(vision=False),
     "o4-mini*": _OPENAI_REASONING,
     "*codex*": ModelCapabilities(tools=True, reasoning=True, structured=Structured.SCHEMA),
-    "*gpt-oss*": ModelCapabilities(vision=False, tools=True, reasoning=True),
+    "*gpt-oss*": ModelCapabilities(vision=False, tools=True),
     # https://ai.google.dev/gemini-api/docs/models
     "gemini-*": _GEMINI,
     "gemini-2.0-*": ModelCapabilities(reasoning=False),
@@ -99,10 +101,9 @@ BUILT_IN: dict[str, ModelCapabilities] = {
     "deepseek-chat": ModelCapabilities(
         vision=False, tools=True, reasoning=False, structured=Structured.JSON
     ),
-    "deepseek-reasoner": ModelCapabilities(
-        vision=False, reasoning=True, structured=Structured.JSON
-    ),
-    "deepseek/deepseek-r1*": ModelCapabilities(vision=False, reasoning=True),
+    # DeepSeek's reasoner takes `max_tokens` and no effort: its reasoning stays unknown.
+    "deepseek-reasoner": ModelCapabilities(vision=False, structured=Structured.JSON),
+    "deepseek/deepseek-r1*": ModelCapabilities(vision=False),
     "*qwen*coder*": ModelCapabilities(vision=False, tools=True),
     "*kimi-k2*": ModelCapabilities(vision=False, tools=True),
     "llama3.2-vision*": ModelCapabilities(vision=True),

@@ -34,7 +34,7 @@ from rungway.routing.autoid import Category
         ("gemini-2.5-flash", True, Structured.SCHEMA),
         ("gemini-2.0-flash", False, Structured.SCHEMA),
         ("deepseek-chat", False, Structured.JSON),
-        ("deepseek-reasoner", True, Structured.JSON),
+        ("deepseek-reasoner", None, Structured.JSON),  # takes max_tokens, no effort
         ("house-model", None, None),
     ],
 )

@@ -874,6 +874,7 @@ CHAT_REPLY = {
         ("o4-mini-2025-04-16", "max_completion_tokens", "high"),
         ("gpt-4o", "max_tokens", None),
         ("deepseek-chat", "max_tokens", None),
+        ("deepseek-reasoner", "max_tokens", "high"),
         ("house-model", "max_tokens", "high"),
     ],
 )
