@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+import httpx2
+import openai
 import orjson
 import pytest
 from pydantic import TypeAdapter
@@ -191,9 +193,10 @@ def frame(name: str, data: dict[str, Any]) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-def test_the_output_tools_streamed_arguments_stream_as_text() -> None:
+def emulated_stream() -> bytes:
+    """An Anthropic upstream answering through the output tool, its arguments in two pieces."""
     start = {"type": "tool_use", "id": "toolu_1", "name": OUTPUT_TOOL, "input": {}}
-    stream = b"".join(
+    return b"".join(
         [
             frame("message_start", {"type": "message_start", "message": reply()}),
             frame(
@@ -223,8 +226,11 @@ def test_the_output_tools_streamed_arguments_stream_as_text() -> None:
             frame("message_stop", {"type": "message_stop"}),
         ]
     )
+
+
+def test_the_output_tools_streamed_arguments_stream_as_text() -> None:
     reader = ANTHROPIC.stream_reader(structured(OutputFormat(WEATHER)))
-    events = [event for sse in SseSplitter().feed(stream) for event in reader.read(sse)]
+    events = [event for sse in SseSplitter().feed(emulated_stream()) for event in reader.read(sse)]
     kept = [e for e in events if isinstance(e, BlockStarted | TextDelta | BlockStopped | Finished)]
     assert kept == [
         BlockStarted(0, "text"),
@@ -233,3 +239,30 @@ def test_the_output_tools_streamed_arguments_stream_as_text() -> None:
         BlockStopped(0),
         Finished(Stop.END),
     ]
+
+
+def test_a_chat_client_streams_the_answer_as_content_the_openai_sdk_reads() -> None:
+    request = structured(OutputFormat(WEATHER))
+    reader = ANTHROPIC.stream_reader(request)
+    writer = OPENAI_CHAT.stream_writer(request)
+    body = b"".join(
+        writer.write(event)
+        for sse in SseSplitter().feed(emulated_stream())
+        for event in reader.read(sse)
+    )
+    transport = httpx2.MockTransport(
+        lambda _: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
+    client = openai.OpenAI(
+        base_url="http://gateway.test/v1",
+        api_key="k",
+        http_client=httpx2.Client(transport=transport),
+        max_retries=0,
+    )
+    chunks = list(client.chat.completions.create(model="gpt-4.1", messages=[], stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    finishes = [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ]
+    tool_calls = [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+    assert (text, finishes, tool_calls) == (ANSWER, ["stop"], [])
