@@ -25,7 +25,9 @@ TABLES: dict[str, Mapping[Api, object]] = {
     "translate.codecs.CODECS": CODECS,
     "engine.output_limit._OUTPUT_FIELDS": output_limit._OUTPUT_FIELDS,
     "server.app._CHECKS": server_app._CHECKS,
-    "routing.needs._READERS": needs._READERS,
+    "routing.needs._IMAGES": needs._IMAGES,
+    "routing.needs._IMAGE_MARKERS": needs._IMAGE_MARKERS,
+    "routing.needs._WANTS": needs._WANTS,
 }
 
 

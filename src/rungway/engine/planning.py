@@ -191,7 +191,7 @@ class Planner:
         snapshot = Snapshot(
             ladder.roster, ladder.state.connection_states(now), ladder.budget.rung_spend(now)
         )
-        needs = request_needs(call.api, call.body, len(call.raw_body))
+        needs = request_needs(call.api, call.body, call.raw_body)
         request = RouteRequest(resolution.requested, spec, call.api.value, needs)
         route_plan = plan_route(request, ladder.settings, snapshot, now)
         routes = [

@@ -1,7 +1,9 @@
 """What a request needs of a model, read once per request from its parsed body.
 
-`request_needs` walks only the parts of the body dict that can hold an image or ask for
-tools or structured output; it parses nothing again. The prompt's size is a bound, not a
+`request_needs` reads tools and structured output from the body dict's top level, and walks
+the messages for images only when the raw body holds the API's image marker at all (a
+byte search: most requests carry no image, and a long agent conversation takes longer
+to walk than to search); it parses nothing again. The prompt's size is a bound, not a
 count: the raw body's length over `CHARS_PER_TOKEN` (English text runs about four
 characters a token, and the body's JSON keys and escapes only add characters), less the
 base64 of its images, which count `IMAGE_TOKENS` each instead. It can err both ways by a
@@ -23,6 +25,8 @@ IMAGE_TOKENS = 1_600
 
 StructuredNeed = Literal["json", "schema"]
 """Any JSON object, or JSON conforming to a schema."""
+_Wants = tuple[bool, StructuredNeed | None]
+"""Whether a request declares tools, and the structured output it asks for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +58,14 @@ class _Found:
             self.image_chars += len(data)
 
 
-def request_needs(api: Api, body: dict[str, Any], raw_length: int) -> RequestNeeds:
-    """The needs of a request in `api`, from its parsed body and its length in bytes."""
-    reader = _READERS.get(api)
+def request_needs(api: Api, body: dict[str, Any], raw: bytes) -> RequestNeeds:
+    """The needs of a request in `api`, from its parsed body and its raw bytes."""
     found = _Found()
-    tools, structured = reader(body, found) if reader is not None else (False, None)
-    text_chars = max(0, raw_length - found.image_chars)
+    marker = _IMAGE_MARKERS[api]
+    if marker in raw:
+        _IMAGES[api](body, found)
+    tools, structured = _WANTS[api](body)
+    text_chars = max(0, len(raw) - found.image_chars)
     tokens = text_chars // CHARS_PER_TOKEN + found.images * IMAGE_TOKENS
     return RequestNeeds(found.images > 0, tools, structured, tokens)
 
@@ -72,7 +78,7 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _chat(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNeed | None]:
+def _chat_images(body: dict[str, Any], found: _Found) -> None:
     for message in _list(body.get("messages")):
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
@@ -80,11 +86,14 @@ def _chat(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNeed | N
                 if isinstance(part, dict) and part.get("type") == "image_url":
                     image = part.get("image_url")
                     found.image(image.get("url") if isinstance(image, dict) else image)
+
+
+def _chat_wants(body: dict[str, Any]) -> _Wants:
     tools = bool(body.get("tools")) or bool(body.get("functions"))
     return tools, _openai_format(_dict(body.get("response_format")), "json_schema")
 
 
-def _responses(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNeed | None]:
+def _responses_images(body: dict[str, Any], found: _Found) -> None:
     for item in _list(body.get("input")):
         if not isinstance(item, dict):
             continue
@@ -92,6 +101,9 @@ def _responses(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNee
         for part in _list(content):
             if isinstance(part, dict) and part.get("type") == "input_image":
                 found.image(part.get("image_url"))
+
+
+def _responses_wants(body: dict[str, Any]) -> _Wants:
     spec = _dict(_dict(body.get("text")).get("format"))
     return bool(body.get("tools")), _openai_format(spec, "schema")
 
@@ -107,7 +119,7 @@ def _openai_format(spec: dict[str, Any], schema_key: str) -> StructuredNeed | No
     return None
 
 
-def _anthropic(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNeed | None]:
+def _anthropic_images(body: dict[str, Any], found: _Found) -> None:
     for message in _list(body.get("messages")):
         content = message.get("content") if isinstance(message, dict) else None
         for block in _list(content):
@@ -120,13 +132,16 @@ def _anthropic(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNee
                 for item in _list(block.get("content")):
                     if isinstance(item, dict) and item.get("type") == "image":
                         found.image(_dict(item.get("source")).get("data"))
+
+
+def _anthropic_wants(body: dict[str, Any]) -> _Wants:
     structured: StructuredNeed | None = None
     if _dict(_dict(body.get("output_config")).get("format")):
         structured = "schema"
     return bool(body.get("tools")), structured
 
 
-def _gemini(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNeed | None]:
+def _gemini_images(body: dict[str, Any], found: _Found) -> None:
     # The wire is camelCase; Google's libraries also accept snake_case.
     for content in _list(body.get("contents")):
         for part in _list(_dict(content).get("parts")):
@@ -138,6 +153,9 @@ def _gemini(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNeed |
                 mime = media.get("mimeType") or media.get("mime_type")
                 if isinstance(mime, str) and mime.startswith("image/"):
                     found.image(media.get("data"))
+
+
+def _gemini_wants(body: dict[str, Any]) -> _Wants:
     config = _dict(body.get("generationConfig") or body.get("generation_config"))
     structured: StructuredNeed | None = None
     for key in ("responseJsonSchema", "response_json_schema", "responseSchema", "response_schema"):
@@ -151,9 +169,22 @@ def _gemini(body: dict[str, Any], found: _Found) -> tuple[bool, StructuredNeed |
     return bool(body.get("tools")), structured
 
 
-_READERS: dict[Api, Callable[[dict[str, Any], _Found], tuple[bool, StructuredNeed | None]]] = {
-    Api.OPENAI_CHAT: _chat,
-    Api.OPENAI_RESPONSES: _responses,
-    Api.ANTHROPIC_MESSAGES: _anthropic,
-    Api.GEMINI: _gemini,
+_IMAGE_MARKERS: dict[Api, bytes] = {
+    Api.OPENAI_CHAT: b"image_url",
+    Api.OPENAI_RESPONSES: b"input_image",
+    Api.ANTHROPIC_MESSAGES: b"image",
+    Api.GEMINI: b"image/",
+}
+"""What every image part of each API holds in its raw JSON (its type, or its MIME type)."""
+_IMAGES: dict[Api, Callable[[dict[str, Any], _Found], None]] = {
+    Api.OPENAI_CHAT: _chat_images,
+    Api.OPENAI_RESPONSES: _responses_images,
+    Api.ANTHROPIC_MESSAGES: _anthropic_images,
+    Api.GEMINI: _gemini_images,
+}
+_WANTS: dict[Api, Callable[[dict[str, Any]], _Wants]] = {
+    Api.OPENAI_CHAT: _chat_wants,
+    Api.OPENAI_RESPONSES: _responses_wants,
+    Api.ANTHROPIC_MESSAGES: _anthropic_wants,
+    Api.GEMINI: _gemini_wants,
 }

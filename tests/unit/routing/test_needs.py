@@ -15,7 +15,7 @@ SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
 
 
 def needs(api: Api, body: dict[str, Any]) -> RequestNeeds:
-    return request_needs(api, body, len(orjson.dumps(body)))
+    return request_needs(api, body, orjson.dumps(body))
 
 
 def test_every_api_has_a_reader() -> None:
@@ -182,3 +182,9 @@ def test_an_image_in_a_tool_result_counts() -> None:
 def test_a_malformed_body_reads_as_needing_nothing_but_room() -> None:
     body: dict[str, Any] = {"messages": "nope", "tools": [], "response_format": 3}
     assert needs(Api.OPENAI_CHAT, body) == RequestNeeds(prompt_tokens=len(orjson.dumps(body)) // 4)
+
+
+def test_the_word_of_an_image_marker_in_text_is_no_image() -> None:
+    # The raw search only decides whether to look: the walk finds no image part.
+    body = {"messages": [{"role": "user", "content": "what is an image_url?"}]}
+    assert needs(Api.OPENAI_CHAT, body).vision is False
