@@ -17,7 +17,7 @@ from typing import Any, Protocol, Self
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from rungway.protocol import anthropic_messages, openai_chat
+from rungway.protocol import anthropic_messages, gemini, openai_chat
 
 
 class ConnectionLimits(Protocol):
@@ -306,4 +306,6 @@ def _error_body(status: int, message: str, path: str) -> bytes:
     # The API is known from the path once the head is in; before that, OpenAI's shape.
     if path.startswith("/v1/messages"):
         return anthropic_messages.error_body(status, message)
+    if path.startswith(("/v1beta/", "/v1/models/")):
+        return gemini.error_body(status, message)
     return openai_chat.error_body(status, message)

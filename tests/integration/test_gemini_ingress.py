@@ -6,12 +6,14 @@ upstream as they are; bad requests get Google-shaped errors and reach nothing.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from google import genai
 from google.genai import errors, types
@@ -440,3 +442,23 @@ def test_a_base_url_with_its_own_version_path_is_told_what_to_fix(world: World) 
         client.close()
     assert (missed.value.code, missed.value.status) == (404, "NOT_FOUND")
     assert "base URL for this gateway is its root" in (missed.value.message or "")
+
+
+def test_a_body_too_slow_for_the_server_is_refused_in_google_shape(
+    start_gateway: StartGateway,
+) -> None:
+    # The HTTP layer itself refuses a body that does not arrive in time, before the app.
+    gateway = start_gateway(server={"body_timeout_s": 0.5})
+    host, port = gateway.url.removeprefix("http://").split(":")
+    path = f"/v1beta/models/{DEEPSEEK}:generateContent"
+    head = f"POST {path} HTTP/1.1\r\nhost: gateway\r\ncontent-length: 100\r\n\r\n{{"
+    data = b""
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head.encode())
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    assert status_line.split(b" ")[1] == b"408"
+    error = orjson.loads(rest.partition(b"\r\n\r\n")[2])["error"]
+    assert (error["code"], error["status"]) == (408, "DEADLINE_EXCEEDED")
+    assert "did not arrive within 0.5s" in error["message"]

@@ -26,6 +26,7 @@ STATUS_NAMES: Final[dict[int, str]] = {
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
     405: "UNIMPLEMENTED",
+    408: "DEADLINE_EXCEEDED",
     409: "ABORTED",
     413: "INVALID_ARGUMENT",
     429: "RESOURCE_EXHAUSTED",
@@ -156,36 +157,35 @@ _PART_STRINGS: Final = {
 def _part(part: object, where: str) -> str | None:
     if not isinstance(part, dict):
         return f"{where} must be a Part object"
-    problem = _string(part.get("text"), f"{where}.text")
-    if problem is not None:
-        return problem
     thought = part.get("thought")
     if thought is not None and not isinstance(thought, bool):
         return f"{where}.thought must be a boolean"
-    problem = _string(field(part, "thoughtSignature"), f"{where}.thoughtSignature")
-    if problem is not None:
-        return problem
-    for kind, required in _PART_STRINGS.items():
+    problem = _string(part.get("text"), f"{where}.text") or _string(
+        field(part, "thoughtSignature"), f"{where}.thoughtSignature"
+    )
+    for kind in _PART_STRINGS:
         value = field(part, kind)
-        if value is None:
-            continue
-        if not isinstance(value, dict):
-            return f"{where}.{kind} must be an object"
-        for name in required:
-            if not isinstance(field(value, name), str) or not field(value, name):
-                return f"{where}.{kind}.{name} is required (a non-empty string)"
-        media_type = field(value, "mimeType")
-        if media_type is not None and not isinstance(media_type, str):
-            return f"{where}.{kind}.mimeType must be a string"
-        for name in ("args", "response"):
-            if value.get(name) is not None and not isinstance(value[name], dict):
-                return f"{where}.{kind}.{name} must be an object"
-        problem = _string(value.get("id"), f"{where}.{kind}.id") or _response_parts(
-            value.get("parts"), f"{where}.{kind}.parts"
-        )
-        if problem is not None:
-            return problem
-    return None
+        if problem is None and value is not None:
+            problem = _part_data(value, kind, f"{where}.{kind}")
+    return problem
+
+
+def _part_data(value: object, kind: str, where: str) -> str | None:
+    """The object a part holds (its inline data, file, call or response)."""
+    if not isinstance(value, dict):
+        return f"{where} must be an object"
+    for name in _PART_STRINGS[kind]:
+        if not isinstance(field(value, name), str) or not field(value, name):
+            return f"{where}.{name} is required (a non-empty string)"
+    media_type = field(value, "mimeType")
+    if media_type is not None and not isinstance(media_type, str):
+        return f"{where}.mimeType must be a string"
+    for name in ("args", "response"):
+        if value.get(name) is not None and not isinstance(value[name], dict):
+            return f"{where}.{name} must be an object"
+    return _string(value.get("id"), f"{where}.id") or _response_parts(
+        value.get("parts"), f"{where}.parts"
+    )
 
 
 def _response_parts(parts: object, where: str) -> str | None:

@@ -110,6 +110,7 @@ def test_a_count_request_takes_contents_or_a_whole_request() -> None:
         (401, "UNAUTHENTICATED"),
         (403, "PERMISSION_DENIED"),
         (404, "NOT_FOUND"),
+        (408, "DEADLINE_EXCEEDED"),
         (413, "INVALID_ARGUMENT"),
         (429, "RESOURCE_EXHAUSTED"),
         (500, "INTERNAL"),
