@@ -27,6 +27,7 @@ from rungway.protocol.errors import StreamErrorEvent
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent, SseSplitter
 from rungway.protocol.usage import ReportedUsage
+from rungway.translate.codec import UnreadableUpstream
 
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
@@ -112,7 +113,11 @@ class StreamRelay:
                 if kind is EventKind.ERROR and not committed:
                     return self._watcher.failure
                 committed = committed or kind is EventKind.CONTENT
-                self._pending.append(self._client_bytes(event, kind))
+                try:
+                    self._pending.append(self._client_bytes(event, kind))
+                except UnreadableUpstream as error:
+                    # Nothing has reached the client: the next candidate may serve it.
+                    return _unreadable_failure(error)
         return None
 
     def body(self, end: StreamEnd) -> RelayBody:
@@ -159,19 +164,14 @@ class StreamRelay:
                         ending.end(failure)
                         yield self._error_event(failure.message, failure.kind)
                     break
-                try:
-                    for event in self._splitter.feed(chunk):
-                        out.append(self._client_bytes(event, watcher.see(event)))
-                except Exception as error:
-                    # A fault in the gateway's own handling of an event: the stream cannot
-                    # go on, and is recorded as broken rather than left to its hold's expiry.
-                    log.exception("the relay could not handle an upstream event")
-                    failure = Failure(
-                        FailureClass.SERVER,
-                        f"the gateway failed while relaying the stream ({type(error).__name__})",
-                    )
-                    ending.end(failure, outcome="gateway_error")
-                    yield self._error_event(failure.message, failure.kind)
+                stopped = self._feed(chunk, out)
+                if stopped is not None:
+                    failure, outcome = stopped
+                    ending.end(failure, outcome=outcome)
+                    # What came before the event that stopped it still reaches the client.
+                    data = b"".join(out)
+                    out.clear()
+                    yield data + self._error_event(failure.message, failure.kind)
                     break
             ending.end(watcher.failure)
         finally:
@@ -180,6 +180,22 @@ class StreamRelay:
             else:
                 self._response.close()
             ending.end(None, outcome="client_closed")
+
+    def _feed(self, chunk: bytes, out: list[bytes]) -> tuple[Failure, str | None] | None:
+        """Pass one chunk's events into `out`; the failure that ends the stream, with its
+        outcome when that is not the failure's own kind, or None to go on."""
+        try:
+            for event in self._splitter.feed(chunk):
+                out.append(self._client_bytes(event, self._watcher.see(event)))
+        except UnreadableUpstream as error:
+            return _unreadable_failure(error), None
+        except Exception as error:
+            # A fault in the gateway's own handling of an event: the stream cannot go on,
+            # and is recorded as broken rather than left to its hold's expiry.
+            log.exception("the relay could not handle an upstream event")
+            message = f"the gateway failed while relaying the stream ({type(error).__name__})"
+            return Failure(FailureClass.SERVER, message), "gateway_error"
+        return None
 
     def _client_bytes(self, event: SseEvent, kind: EventKind) -> bytes:
         if self._translate is not None:
@@ -257,3 +273,7 @@ def _transport_failure(error: UpstreamTimeout | UpstreamUnreachable) -> Failure:
     if isinstance(error, UpstreamTimeout):
         return Failure(FailureClass.TIMEOUT, str(error))
     return Failure(FailureClass.NETWORK, str(error))
+
+
+def _unreadable_failure(error: UnreadableUpstream) -> Failure:
+    return Failure(FailureClass.SERVER, f"the upstream's stream cannot be read: {error}")

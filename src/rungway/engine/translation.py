@@ -19,9 +19,13 @@ import orjson
 from rungway.protocol.api import Api
 from rungway.protocol.sse import SseEvent
 from rungway.translate.canonical import Started
-from rungway.translate.codec import Codec, StreamReader, StreamWriter
+from rungway.translate.codec import Codec, StreamReader, StreamWriter, UnreadableUpstream
 
 CodecFor = Callable[[Api], Codec]
+
+_MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+"""What a reader raises on a body whose shape its API does not allow: readers take the
+upstream's JSON as it came, and an upstream is hostile until checked."""
 
 
 class Translation:
@@ -47,8 +51,12 @@ class Translation:
         return body, orjson.dumps(body)
 
     def reply(self, api: Api, upstream: dict[str, Any]) -> bytes:
-        """An upstream's complete reply, in the client's API."""
-        read = self._codec_for(api).read_reply(upstream, self.request)
+        """An upstream's complete reply, in the client's API; raise UnreadableUpstream when
+        it is not a reply of its API."""
+        try:
+            read = self._codec_for(api).read_reply(upstream, self.request)
+        except _MALFORMED as error:
+            raise UnreadableUpstream(_unreadable(error)) from error
         if not read.created:
             # Some APIs say when a reply was made and others do not: the gateway's clock
             # stands in, as codecs read none.
@@ -73,9 +81,14 @@ class StreamTranslator:
         self._writer = writer
 
     def __call__(self, event: SseEvent) -> bytes:
-        """The client bytes one upstream event becomes (often b"" while a writer holds)."""
+        """The client bytes one upstream event becomes (often b"" while a writer holds);
+        raise UnreadableUpstream when the event is not one of its API."""
+        try:
+            events = self._reader.read(event)
+        except _MALFORMED as error:
+            raise UnreadableUpstream(_unreadable(error)) from error
         out = []
-        for read in self._reader.read(event):
+        for read in events:
             stamped = (
                 dataclasses.replace(read, created=int(time.time()))
                 if isinstance(read, Started) and not read.created
@@ -83,3 +96,10 @@ class StreamTranslator:
             )
             out.append(self._writer.write(stamped))
         return b"".join(out)
+
+
+def _unreadable(error: Exception) -> str:
+    """What the reader tripped on, in words: its own message when it raised one."""
+    if isinstance(error, ValueError) and str(error):
+        return str(error)
+    return f"unexpected shape ({type(error).__name__}: {error})"

@@ -8,172 +8,29 @@ an exception or a cancellation mid-attempt included.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import time
-from collections.abc import Mapping
-from typing import Any
 
 import orjson
 import pytest
-from pydantic import SecretStr
 
-from rungway.adapters.base import Connection, UpstreamRequest
-from rungway.adapters.registry import provider_entry
-from rungway.budget import HeldFor, Reservation
-from rungway.clock import FakeClock
-from rungway.config import TimeoutSettings
-from rungway.engine.call import Call, Refusal, Reply, StreamReply
-from rungway.engine.dispatch import Engine
-from rungway.engine.planning import Plan, Route
-from rungway.engine.record import RequestRecord
-from rungway.engine.state import NoTelemetry
+from rungway.adapters.base import UpstreamRequest
+from rungway.engine.call import Refusal, Reply, StreamReply
+from rungway.engine.planning import Plan
 from rungway.engine.transport import UpstreamResponse
-from rungway.protocol.api import Api
-from rungway.protocol.auth import Auth
-from rungway.routing.plan import RoutePlan
-from rungway.routing.resolve import Resolution, Target
-from rungway.routing.rungs import Rung
-from rungway.routing.snapshot import RungSpend
-from rungway.sim import Scenario, SimUpstream
-from rungway.translate.codecs import codec_for
 from tests.inprocess import InProcessTransport
-
-MODEL = "gpt-4o-mini"
-
-
-class HeldBudget:
-    """A budget that holds every paid attempt and remembers how each hold ended."""
-
-    def __init__(self) -> None:
-        self.open: dict[int, Reservation] = {}
-        self.settled: list[tuple[Reservation, float]] = []
-        self.released: list[Reservation] = []
-        self._ids = itertools.count(1)
-
-    async def reserve(
-        self,
-        rung: Rung,
-        client_key: str | None,
-        amount: float,
-        now: float,
-        *,
-        held_for: HeldFor | None = None,
-    ) -> Reservation:
-        reservation = Reservation(next(self._ids), rung, client_key, amount, now + 600)
-        self.open[reservation.id] = reservation
-        return reservation
-
-    def settle(self, reservation: Reservation, cost: float, now: float) -> None:
-        del self.open[reservation.id]
-        self.settled.append((reservation, cost))
-
-    def spend(
-        self,
-        rung: Rung,
-        client_key: str | None,
-        cost: float,
-        now: float,
-        *,
-        request_id: str | None = None,
-    ) -> None:
-        raise AssertionError("every paid attempt here holds first")
-
-    def release(self, reservation: Reservation) -> None:
-        del self.open[reservation.id]
-        self.released.append(reservation)
-
-    def rung_spend(self, now: float) -> Mapping[Rung, RungSpend]:
-        return {}
-
-
-class Rows:
-    """The ledger: each row, and the hold it settled."""
-
-    def __init__(self) -> None:
-        self.rows: list[RequestRecord] = []
-
-    def record(self, row: RequestRecord, settles: Reservation | None = None) -> None:
-        self.rows.append(row)
-
-
-def _sim(**scenario: Any) -> SimUpstream:
-    model: dict[str, Any] = {"id": MODEL, **scenario.pop("model", {})}
-    return SimUpstream(
-        Scenario.model_validate({"name": "sim", "api": "openai", "models": [model], **scenario})
-    )
-
-
-def _route(name: str) -> Route:
-    entry = provider_entry("openai")
-    connection = Connection(
-        id=name,
-        provider="openai",
-        auth=Auth.APIKEY,
-        secret=SecretStr(f"sk-{name}"),
-        base_url=f"http://{name}.test/v1",
-        models=frozenset({MODEL}),
-    )
-    return Route(Target(name, MODEL), connection, entry.adapter, Rung.CHEAP)
-
-
-def _plan(*names: str) -> Plan:
-    routes = [_route(name) for name in names]
-    resolution = Resolution(MODEL, MODEL, tuple(route.target for route in routes))
-    return Plan.of(resolution, routes, RoutePlan(MODEL, None, None, (), ()))
-
-
-def _call(*, stream: bool = False, max_tokens: int = 64) -> Call:
-    body = {
-        "model": MODEL,
-        "stream": stream,
-        "max_tokens": max_tokens,
-        "messages": [{"role": "user", "content": "hi"}],
-    }
-    return Call(
-        request_id="req-1",
-        api=Api.OPENAI_CHAT,
-        body=body,
-        raw_body=orjson.dumps(body),
-        stream=stream,
-        headers={},
-        query="",
-        client_key=None,
-        started_at=time.time(),
-        started=time.perf_counter(),
-    )
-
-
-class Gateway:
-    """An engine wired to in-process upstreams, a holding budget and a ledger in memory."""
-
-    def __init__(self, transport: Any) -> None:
-        self.transport = transport
-        self.budget = HeldBudget()
-        self.ledger = Rows()
-        self.engine = Engine(
-            transport=transport,
-            timeouts=TimeoutSettings(),
-            recorder=self.ledger,
-            quota=NoTelemetry(),
-            budget=self.budget,
-            clock=FakeClock(),
-            codec_for=codec_for,
-        )
-
-    def nothing_held(self) -> bool:
-        """No hold is left open, and no upstream response either."""
-        transport = self.transport
-        responses = transport.open if isinstance(transport, InProcessTransport) else set()
-        return not self.budget.open and not responses
-
-
-def _gateway(**apps: SimUpstream) -> Gateway:
-    return Gateway(InProcessTransport({f"http://{name}.test": app for name, app in apps.items()}))
+from tests.unit.engine.world import (
+    Gateway,
+    chat_call,
+    gateway_of,
+    openai_route,
+    openai_sim,
+    plan_of,
+    read_stream,
+)
 
 
 def test_an_unreachable_connection_falls_through_to_the_next() -> None:
-    gateway = _gateway(b=_sim())
-    outcome = asyncio.run(gateway.engine.complete(_call(), _plan("a", "b")))
+    gateway = gateway_of(b=openai_sim())
+    outcome = asyncio.run(gateway.engine.complete(chat_call(), plan_of("a", "b")))
     assert isinstance(outcome, Reply)
     assert outcome.status == 200
     assert ("x-rungway-connection", "b") in outcome.headers
@@ -188,9 +45,9 @@ def test_an_unreachable_connection_falls_through_to_the_next() -> None:
 
 
 def test_an_upstream_error_falls_through_to_the_next() -> None:
-    failing = _sim(faults=[{"kind": "http_error", "status": 500}])
-    gateway = _gateway(a=failing, b=_sim())
-    outcome = asyncio.run(gateway.engine.complete(_call(), _plan("a", "b")))
+    failing = openai_sim(faults=[{"kind": "http_error", "status": 500}])
+    gateway = gateway_of(a=failing, b=openai_sim())
+    outcome = asyncio.run(gateway.engine.complete(chat_call(), plan_of("a", "b")))
     assert isinstance(outcome, Reply)
     assert outcome.status == 200
     [row] = gateway.ledger.rows
@@ -201,8 +58,8 @@ def test_an_upstream_error_falls_through_to_the_next() -> None:
 
 
 def test_every_connection_failing_gives_up_with_one_row() -> None:
-    gateway = _gateway()
-    outcome = asyncio.run(gateway.engine.complete(_call(), _plan("a", "b")))
+    gateway = gateway_of()
+    outcome = asyncio.run(gateway.engine.complete(chat_call(), plan_of("a", "b")))
     assert isinstance(outcome, Refusal)
     [row] = gateway.ledger.rows
     assert row.connection_id is None
@@ -212,9 +69,9 @@ def test_every_connection_failing_gives_up_with_one_row() -> None:
 
 
 def test_a_refusal_naming_the_output_limit_is_tried_again_within_it() -> None:
-    limited = _sim(model={"max_output_tokens": 100})
-    gateway = _gateway(a=limited)
-    outcome = asyncio.run(gateway.engine.complete(_call(max_tokens=5000), _plan("a")))
+    limited = openai_sim(model={"max_output_tokens": 100})
+    gateway = gateway_of(a=limited)
+    outcome = asyncio.run(gateway.engine.complete(chat_call(max_tokens=5000), plan_of("a")))
     assert isinstance(outcome, Reply)
     assert outcome.status == 200
     first, second = (orjson.loads(request.body) for request in gateway.transport.sent)
@@ -229,19 +86,14 @@ def test_a_refusal_naming_the_output_limit_is_tried_again_within_it() -> None:
     assert kept.amount < replaced.amount
 
 
-async def _read(outcome: object) -> bytes:
-    assert isinstance(outcome, StreamReply)
-    return b"".join([chunk async for chunk in outcome.body])
-
-
 def test_a_stream_is_committed_relayed_and_recorded_once() -> None:
-    gateway = _gateway(a=_sim(response={"output_tokens": 12, "chunk_tokens": 4}))
+    gateway = gateway_of(a=openai_sim(response={"output_tokens": 12, "chunk_tokens": 4}))
 
     async def run() -> bytes:
-        outcome = await gateway.engine.complete(_call(stream=True), _plan("a"))
+        outcome = await gateway.engine.complete(chat_call(stream=True), plan_of("a"))
         # Committed, not yet recorded: the row is written when the stream ends.
         assert gateway.ledger.rows == []
-        return await _read(outcome)
+        return await read_stream(outcome)
 
     body = asyncio.run(run())
     assert body.rstrip().endswith(b"data: [DONE]")
@@ -253,9 +105,9 @@ def test_a_stream_is_committed_relayed_and_recorded_once() -> None:
 
 
 def test_a_stream_dropped_before_its_content_falls_through() -> None:
-    dropping = _sim(faults=[{"kind": "disconnect"}])
-    gateway = _gateway(a=dropping, b=_sim())
-    body = asyncio.run(_stream(gateway, _plan("a", "b")))
+    dropping = openai_sim(faults=[{"kind": "disconnect"}])
+    gateway = gateway_of(a=dropping, b=openai_sim())
+    body = asyncio.run(_stream(gateway, plan_of("a", "b")))
     assert body.rstrip().endswith(b"data: [DONE]")
     [row] = gateway.ledger.rows
     assert row.connection_id == "b"
@@ -264,8 +116,10 @@ def test_a_stream_dropped_before_its_content_falls_through() -> None:
 
 
 def test_a_stream_cut_off_after_its_content_ends_with_an_error_event() -> None:
-    gateway = _gateway(a=_sim(faults=[{"kind": "disconnect", "after_events": 2}]), b=_sim())
-    body = asyncio.run(_stream(gateway, _plan("a", "b")))
+    gateway = gateway_of(
+        a=openai_sim(faults=[{"kind": "disconnect", "after_events": 2}]), b=openai_sim()
+    )
+    body = asyncio.run(_stream(gateway, plan_of("a", "b")))
     # The client's API's in-stream error event, after the content relayed so far.
     assert b"chat.completion.chunk" in body
     assert b'"code":"network"' in body
@@ -277,10 +131,10 @@ def test_a_stream_cut_off_after_its_content_ends_with_an_error_event() -> None:
 
 def test_a_client_leaving_a_stream_settles_its_hold() -> None:
     paced = {"output_tokens": 40, "chunk_tokens": 4, "chunk_interval_ms": 1}
-    gateway = _gateway(a=_sim(response=paced))
+    gateway = gateway_of(a=openai_sim(response=paced))
 
     async def run() -> None:
-        outcome = await gateway.engine.complete(_call(stream=True), _plan("a"))
+        outcome = await gateway.engine.complete(chat_call(stream=True), plan_of("a"))
         assert isinstance(outcome, StreamReply)
         assert await anext(outcome.body)
         await outcome.body.aclose()  # type: ignore[attr-defined]
@@ -293,7 +147,7 @@ def test_a_client_leaving_a_stream_settles_its_hold() -> None:
 
 
 async def _stream(gateway: Gateway, plan: Plan) -> bytes:
-    return await _read(await gateway.engine.complete(_call(stream=True), plan))
+    return await read_stream(await gateway.engine.complete(chat_call(stream=True), plan))
 
 
 class Breaking:
@@ -310,8 +164,8 @@ class Breaking:
 
 
 def test_an_attempt_that_raises_after_sending_settles_its_hold_whole() -> None:
-    gateway = Gateway(Breaking(InProcessTransport({"http://a.test": _sim()})))
-    outcome = asyncio.run(gateway.engine.complete(_call(), _plan("a", "b")))
+    gateway = Gateway(Breaking(InProcessTransport({"http://a.test": openai_sim()})))
+    outcome = asyncio.run(gateway.engine.complete(chat_call(), plan_of("a", "b")))
     assert isinstance(outcome, Refusal)
     assert (outcome.status, outcome.code) == (500, "gateway_error")
     [row] = gateway.ledger.rows
@@ -340,7 +194,7 @@ def test_a_cancelled_attempt_settles_its_hold_whole() -> None:
     gateway = Gateway(transport)
 
     async def run() -> None:
-        task = asyncio.create_task(gateway.engine.complete(_call(), _plan("a")))
+        task = asyncio.create_task(gateway.engine.complete(chat_call(), plan_of("a")))
         await transport.sent.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -355,14 +209,14 @@ def test_a_cancelled_attempt_settles_its_hold_whole() -> None:
 
 
 def test_a_fault_before_the_hold_leaves_nothing_held(monkeypatch: pytest.MonkeyPatch) -> None:
-    gateway = _gateway(a=_sim())
-    route = _route("a")
+    gateway = gateway_of(a=openai_sim())
+    route = openai_route("a")
 
     def broken(*args: object, **kwargs: object) -> UpstreamRequest:
         raise RuntimeError("a fault in the adapter")
 
     monkeypatch.setattr(type(route.adapter), "build_request", broken)
-    outcome = asyncio.run(gateway.engine.complete(_call(), _plan("a")))
+    outcome = asyncio.run(gateway.engine.complete(chat_call(), plan_of("a")))
     assert isinstance(outcome, Refusal)
     assert outcome.code == "gateway_error"
     # Nothing went upstream, so there is nothing to record or bill.
