@@ -110,7 +110,7 @@ class GatewayApp:
         if metrics is not None:
             self._routes[("GET", "/metrics")] = metrics
         self._paths = {path for _, path in self._routes}
-        self._gemini = GeminiRoutes(self)
+        self._gemini = GeminiRoutes(self, keys, planner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Dispatch one ASGI connection scope."""
@@ -279,13 +279,6 @@ class GatewayApp:
             started_at=time.time(),
             started=started,
         )
-
-    def known_models(self, scope: Scope) -> list[str] | None:
-        """The models clients may ask for, or None when the client key is missing or bad."""
-        query = scope.get("query_string", b"").decode("latin-1")
-        if self._keys.required and self._keys.identify(request_headers(scope), query) is None:
-            return None
-        return [model for model, _ in self._planner.table.models()]
 
     async def refuse_for(self, api: Api, scope: Scope, send: Send, refusal: Refusal) -> None:
         """Answer with `refusal` in `api`'s shape, and log it."""

@@ -15,9 +15,11 @@ from urllib.parse import parse_qs
 import orjson
 
 from rungway.engine.call import Refusal
+from rungway.engine.planning import Planner
 from rungway.protocol import gemini
 from rungway.protocol.api import Api
 from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
+from rungway.server.auth import ClientKeys
 
 PREFIXES: Final = ("/v1beta/models", "/v1/models/")
 """Paths that may be Gemini's (the exact `/v1/models` listing is in the app's table)."""
@@ -28,7 +30,7 @@ UrlFields = dict[str, Any]
 
 
 class GeminiHost(Protocol):
-    """What the routes need of the app: its request handling and its model table."""
+    """What the routes need of the app: its handling of requests and refusals."""
 
     async def complete_for(
         self, api: Api, scope: Scope, receive: Receive, send: Send, url: UrlFields | None = None
@@ -44,10 +46,6 @@ class GeminiHost(Protocol):
 
     async def refuse_for(self, api: Api, scope: Scope, send: Send, refusal: Refusal) -> None:
         """Answer with a refusal in `api`'s shape."""
-        ...
-
-    def known_models(self, scope: Scope) -> list[str] | None:
-        """The models clients may ask for, or None when the client key is missing or bad."""
         ...
 
 
@@ -86,8 +84,10 @@ def gemini_hint(path: str) -> str | None:
 class GeminiRoutes:
     """Dispatches the Gemini paths to the app's handling, in Gemini's shapes."""
 
-    def __init__(self, host: GeminiHost) -> None:
+    def __init__(self, host: GeminiHost, keys: ClientKeys, planner: Planner) -> None:
         self._host = host
+        self._keys = keys
+        self._planner = planner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, path: str) -> bool:
         """Answer `path` if it is a Gemini path; False (nothing sent) when it is not."""
@@ -132,11 +132,12 @@ class GeminiRoutes:
         return True
 
     async def _models(self, scope: Scope, send: Send, model: str | None) -> None:
-        known = self._host.known_models(scope)
-        if known is None:
+        query = scope.get("query_string", b"").decode("latin-1")
+        if self._keys.required and self._keys.identify(request_headers(scope), query) is None:
             message = "send a valid client key as `x-goog-api-key: <key>` or `?key=<key>`"
             await self._refuse(scope, send, 401, message)
             return
+        known = [name for name, _ in self._planner.table.models()]
         if model is None:
             body = gemini.model_list(known)
         elif model in known:
