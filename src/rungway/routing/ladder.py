@@ -102,7 +102,8 @@ class _Groups(NamedTuple):
 
 
 class _Index:
-    """What the ladder derives from a roster once: static skips, and groups per category."""
+    """What the ladder derives from a roster once: static skips, groups per category, and
+    per category and kind of need the groups whose model can serve it."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         roster = snapshot.roster
@@ -122,10 +123,11 @@ class _Index:
         self._no_tools = any(c.tools is False for c in known)
         self._windows = sorted({c.context_window for c in known if c.context_window is not None})
         self._smallest_window = self._windows[0] if self._windows else None
-        self._by_needs: dict[tuple[object, ...], _Groups] = {}
+        # A schema-taking model and one a forced tool stands in for serve any structured need.
         self._structured_limited = any(
-            c.structured is not None and c.structured is not Structured.SCHEMA for c in known
+            c.structured in (Structured.JSON, Structured.NONE) for c in known
         )
+        self._by_needs: dict[tuple[object, ...], _Groups] = {}
 
     def may_turn_away(self, needs: RequestNeeds) -> bool:
         """True when some model on the roster may lack what `needs` asks for."""
