@@ -359,7 +359,7 @@ BAD: list[tuple[str, str, dict[str, Any] | bytes, tuple[int, str]]] = [
         (400, "generationConfig.maxOutputTokens"),
     ),
     ("POST", f"{DEEPSEEK}:generateContent", b"{not json", (400, "not valid JSON")),
-    ("POST", f"{DEEPSEEK}:streamGenerateContent", {"contents": []}, (400, "alt=sse")),
+    ("POST", f"{DEEPSEEK}:streamGenerateContent", {"contents": []}, (400, "contents")),
     ("POST", f"{DEEPSEEK}:embedContent", {}, (404, "embedContent")),
     ("GET", f"{DEEPSEEK}:generateContent", b"", (405, "use POST")),
     ("POST", ":generateContent", {"contents": []}, (400, "no model")),
@@ -462,3 +462,42 @@ def test_a_body_too_slow_for_the_server_is_refused_in_google_shape(
     error = orjson.loads(rest.partition(b"\r\n\r\n")[2])["error"]
     assert (error["code"], error["status"]) == (408, "DEADLINE_EXCEEDED")
     assert "did not arrive within 0.5s" in error["message"]
+
+
+@pytest.mark.parametrize("model", [DEEPSEEK, FLASH], ids=["translated", "gemini"])
+def test_a_stream_without_alt_sse_is_served_as_a_json_array(world: World, model: str) -> None:
+    response = httpx.post(
+        f"{world.url}/v1beta/models/{model}:streamGenerateContent",
+        headers={"x-goog-api-key": CLIENT_KEY},
+        json={"contents": [{"role": "user", "parts": [{"text": "Say hello."}]}]},
+        timeout=30,
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    chunks = [
+        types.GenerateContentResponse.model_validate_json(orjson.dumps(chunk))
+        for chunk in response.json()
+    ]
+    assert len(chunks) > 1
+    assert "".join(chunk.text or "" for chunk in chunks)
+    last = chunks[-1]
+    assert last.candidates is not None
+    assert last.candidates[0].finish_reason == types.FinishReason.STOP
+    assert last.usage_metadata is not None
+    (row,) = world.gateway.rows()
+    assert row["stream"] == 1
+
+
+def test_an_error_inside_a_json_array_stream_is_its_last_item(world: World) -> None:
+    world.sims.cheap.push_fault(StreamErrorFault(after_events=4, error_type="server_error"))
+    response = httpx.post(
+        f"{world.url}/v1beta/models/{DEEPSEEK}:streamGenerateContent",
+        headers={"x-goog-api-key": CLIENT_KEY},
+        json={"contents": [{"role": "user", "parts": [{"text": "Say hello."}]}]},
+        timeout=30,
+    )
+    items = response.json()
+    assert response.status_code == 200
+    assert "candidates" in items[0]
+    assert set(items[-1]) == {"error"}
+    assert items[-1]["error"]["code"] >= 500

@@ -18,6 +18,8 @@ from rungway.engine.call import Refusal
 from rungway.engine.planning import Planner
 from rungway.protocol import gemini
 from rungway.protocol.api import Api
+from rungway.protocol.asgi import Message
+from rungway.protocol.sse import SseSplitter
 from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
 from rungway.server.auth import ClientKeys
 
@@ -25,6 +27,8 @@ PREFIXES: Final = ("/v1beta/models", "/v1/models/")
 """Paths that may be Gemini's (the exact `/v1/models` listing is in the app's table)."""
 _VERSIONS: Final = ("/v1beta/models", "/v1/models")
 _METHODS: Final = ("generateContent", "streamGenerateContent", "countTokens")
+_EVENT_STREAM: Final = b"text/event-stream"
+_JSON: Final = b"application/json; charset=utf-8"
 
 UrlFields = dict[str, Any]
 
@@ -121,12 +125,7 @@ class GeminiRoutes:
             return True
         stream = name == "streamGenerateContent"
         if stream and "sse" not in parse_qs(scope.get("query_string", b"").decode()).get("alt", []):
-            message = (
-                "streamGenerateContent is served as server-sent events only: add `?alt=sse` "
-                "to the URL (the JSON-array stream is not served)"
-            )
-            await self._refuse(scope, send, 400, message)
-            return True
+            send = JsonArrayStream(send)  # Google's default stream, without `alt=sse`
         url_fields = {"model": model, "stream": stream}
         await self._host.complete_for(Api.GEMINI, scope, receive, send, url_fields)
         return True
@@ -154,3 +153,43 @@ class GeminiRoutes:
 def listing_headers(scope: Scope) -> bool:
     """A `GET /v1/models` from one of Google's clients, answered in Gemini's shape."""
     return is_gemini_client(request_headers(scope), scope.get("query_string", b""))
+
+
+class JsonArrayStream:
+    """Sends a Gemini SSE stream as Google's JSON-array stream: `[`, each event's JSON
+    object, separated by `,` and a line break, then `]`; an error event is one more object.
+
+    Wraps the ASGI `send` of one response; a reply that is not a 200 stream (a refusal, an
+    error body) goes out unchanged.
+    """
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._active = False
+        self._splitter = SseSplitter()
+        self._sent = 0
+
+    async def __call__(self, message: Message) -> None:
+        """Send `message`, its SSE frames rewritten as array items."""
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            streams = [
+                number
+                for number, (name, value) in enumerate(headers)
+                if name == b"content-type" and value.startswith(_EVENT_STREAM)
+            ]
+            self._active = message["status"] == 200 and bool(streams)
+            for number in streams:
+                headers[number] = (b"content-type", _JSON)
+            await self._send({**message, "headers": headers})
+            return
+        if message["type"] != "http.response.body" or not self._active:
+            await self._send(message)
+            return
+        out = []
+        for event in self._splitter.feed(message.get("body", b"")):
+            out.append((b",\r\n" if self._sent else b"[") + event.data)
+            self._sent += 1
+        if not message.get("more_body", False):
+            out.append(b"]" if self._sent else b"[]")
+        await self._send({**message, "body": b"".join(out)})
