@@ -16,6 +16,7 @@ from rungway.budget.period import Period, period_bounds
 from rungway.cli.config_file import find_config
 from rungway.config import ConfigError, CredentialRef, Settings, load_settings
 from rungway.credentials.secrets import open_store, read_credential
+from rungway.credentials.store import StoreError
 from rungway.ledger.postgres import PostgresReader
 from rungway.ledger.report import Dimension, LedgerUnavailable
 from rungway.routing.rungs import Rung
@@ -49,7 +50,7 @@ def postgres_reader(settings: Settings | None) -> PostgresReader | None:
         try:
             store = open_store(settings.credentials) if dsn.store is not None else None
             dsn = read_credential(dsn, store).get_secret_value()
-        except (ValueError, OSError) as error:
+        except (ValueError, OSError, StoreError) as error:
             err.print(f"[red]ledger.postgres.dsn: {escape(str(error))}[/]", highlight=False)
             raise typer.Exit(2) from None
     return PostgresReader(dsn, postgres.db_schema)
