@@ -37,6 +37,7 @@ from tests.integration.conftest import (
     Upstreams,
 )
 
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
 FLASH = "gemini-2.5-flash"
 TOOL_MODEL = "tool-model"
 TOOL_KEY = "sk-gemini-ingress-tools"
@@ -501,3 +502,46 @@ def test_an_error_inside_a_json_array_stream_is_its_last_item(world: World) -> N
     assert "candidates" in items[0]
     assert set(items[-1]) == {"error"}
     assert items[-1]["error"]["code"] >= 500
+
+
+def _paths(value: object, at: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every path into a JSON value: its objects, arrays and leaves alike."""
+    found = [at]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*at, index))
+    return found
+
+
+ODD_VALUES: tuple[object, ...] = (None, 7, "x", [], {})
+
+
+def test_every_field_of_a_full_request_set_wrong_gets_a_400_or_an_answer(world: World) -> None:
+    base = orjson.loads((FIXTURES / "request_full.json").read_bytes())
+    for gateway_key in ("model", "stream"):  # the URL says these
+        del base[gateway_key]
+    url = f"{world.url}/v1beta/models/{DEEPSEEK}:generateContent"
+    refused = answered = 0
+    with httpx.Client(headers={"x-goog-api-key": CLIENT_KEY}, timeout=30) as http:
+        for path in _paths(base)[1:]:
+            for value in ODD_VALUES:
+                body = orjson.loads(orjson.dumps(base))
+                holder = body
+                for key in path[:-1]:
+                    holder = holder[key]
+                holder[path[-1]] = value
+                before = len(world.sims.cheap.requests)
+                response = http.post(url, content=orjson.dumps(body))
+                if response.status_code == 400:
+                    error = response.json()["error"]
+                    assert (error["code"], error["status"]) == (400, "INVALID_ARGUMENT")
+                    assert len(world.sims.cheap.requests) == before, (path, value)
+                    refused += 1
+                else:
+                    assert response.status_code == 200, (path, value, response.text)
+                    answered += 1
+    assert refused > 100
+    assert answered > 100
