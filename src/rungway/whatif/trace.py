@@ -1,0 +1,86 @@
+"""A trace: the requests a replay puts somewhere, in the order they arrived.
+
+Token counts follow `protocol/usage.py` ReportedUsage: `input_tokens` excludes cache reads
+and writes, and `reasoning_tokens` are already inside `output_tokens`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rungway.protocol.api import Api
+
+__all__ = ["Trace", "TraceError", "TraceRequest", "check_trace"]
+
+_APIS = frozenset(api.value for api in Api)
+
+
+class TraceError(ValueError):
+    """A trace that cannot be replayed, with what is wrong in plain words."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRequest:
+    """One request of a trace: when, what model it asked for, over which API, its tokens."""
+
+    at: float
+    """When it arrived, in epoch seconds."""
+    model: str
+    """The name the client asked for: an `auto` id such as `auto/thrifty` or a model."""
+    api: str
+    """The ingress API, an `Api` value."""
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    stream: bool = False
+    client_key: str | None = None
+    """The client key's id, for its budget; None when the request had none."""
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.at) or self.at < 0:
+            raise TraceError(f"at must be a finite epoch second, not {self.at!r}")
+        if not self.model:
+            raise TraceError("model must not be empty")
+        if self.api not in _APIS:
+            raise TraceError(f"api must be one of {sorted(_APIS)}, not {self.api!r}")
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TraceError(f"{name} must be a whole number of at least 0, not {value!r}")
+        reasoning = self.reasoning_tokens
+        if isinstance(reasoning, bool) or not isinstance(reasoning, int) or reasoning < 0:
+            raise TraceError(
+                f"reasoning_tokens must be a whole number of at least 0, not {reasoning!r}"
+            )
+        if reasoning > self.output_tokens:
+            raise TraceError(
+                f"reasoning_tokens ({reasoning}) are part of output_tokens ({self.output_tokens})"
+            )
+
+    @property
+    def tokens(self) -> int:
+        """Every token the request moved: input, cache reads and writes, and output."""
+        return (
+            self.input_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+            + self.output_tokens
+        )
+
+
+Trace = tuple[TraceRequest, ...]
+"""Requests sorted by `at`."""
+
+
+def check_trace(trace: Trace) -> Trace:
+    """`trace` itself when its requests are in time order; a TraceError naming the first not."""
+    for index in range(1, len(trace)):
+        if trace[index].at < trace[index - 1].at:
+            raise TraceError(
+                f"request {index} at {trace[index].at} comes before request {index - 1}"
+                f" at {trace[index - 1].at}: a trace is sorted by time"
+            )
+    return trace
