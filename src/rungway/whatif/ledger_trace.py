@@ -1,0 +1,91 @@
+"""A trace from the gateway's own ledger: what its clients asked for, when, and how big.
+
+Each ledger row gives one request: its start time, the model the client asked for (the
+`requested_model` column, before aliases and `auto` ids resolve, so the replay resolves it
+again against the config it is given, not the model that happened to serve it), its API,
+its input, output, cache and reasoning tokens, whether it streamed and its client key.
+
+Which rows are kept: every request an upstream served or began to serve. Rows without a
+connection are refused requests (the ladder had nothing left, a budget was spent, a client
+was over its rate) and rows a crash cut off in flight (outcome `unrecorded`): neither holds
+any token count, since no reply ever arrived, so no policy could price them. They are left
+out of the trace and counted in `LedgerTrace.refused` and `LedgerTrace.unrecorded`, for
+the report to say how much of the period the trace does not cover.
+
+The rows are read with one query over the `started_at` index, streamed from the cursor.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from rungway.ledger.journal import UNRECORDED
+from rungway.whatif.trace import Trace, TraceError, TraceRequest
+
+__all__ = ["LedgerTrace", "read_ledger_trace"]
+
+_QUERY = (
+    "SELECT started_at, requested_model, api, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_write_tokens, reasoning_tokens, stream, client_key, "
+    "connection_id IS NULL, outcome = ? "
+    "FROM requests WHERE started_at >= ? AND started_at < ? ORDER BY started_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTrace:
+    """The requests of a ledger over a period, and the rows left out of them."""
+
+    trace: Trace
+    since: float
+    until: float
+    refused: int = 0
+    """Requests the gateway refused without reaching an upstream: no tokens to replay."""
+    unrecorded: int = 0
+    """Requests a crash cut off in flight: their size was never known."""
+
+
+def read_ledger_trace(
+    path: Path, *, since: float = 0.0, until: float = float("inf")
+) -> LedgerTrace:
+    """The requests the SQLite ledger at `path` holds from `since` (inclusive) to `until`
+    (exclusive), epoch seconds; a TraceError when there is no ledger there to read."""
+    if not path.is_file():
+        raise TraceError(f"no ledger at {path}: a gateway writes it when it serves requests")
+    requests: list[TraceRequest] = []
+    refused = unrecorded = 0
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise TraceError(f"cannot open the ledger at {path}: {error}") from None
+    try:
+        for row in db.execute(_QUERY, (UNRECORDED, since, until)):
+            (at, model, api, tin, tout, read, write, reasoning, stream, key, bare, lost) = row
+            if lost:
+                unrecorded += 1
+            elif bare:
+                refused += 1
+            else:
+                requests.append(
+                    TraceRequest(
+                        at=at,
+                        model=model,
+                        api=api,
+                        input_tokens=tin,
+                        output_tokens=tout,
+                        cache_read_tokens=read,
+                        cache_write_tokens=write,
+                        # Output includes reasoning; an upstream that counted them apart
+                        # must not make one row stop the whole replay.
+                        reasoning_tokens=min(reasoning, tout),
+                        stream=bool(stream),
+                        client_key=key,
+                    )
+                )
+    except sqlite3.Error as error:
+        raise TraceError(f"cannot read the ledger at {path}: {error}") from None
+    finally:
+        db.close()
+    return LedgerTrace(tuple(requests), since, until, refused, unrecorded)

@@ -1,0 +1,112 @@
+"""The JSONL trace format: a trace written and read back is the same, and every mistake in a
+file is named by its line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rungway.whatif.jsonl import read_jsonl, write_jsonl
+from rungway.whatif.trace import TraceError, TraceRequest
+
+TRACE = (
+    TraceRequest(1_767_603_600.0, "claude-sonnet-4-5", "anthropic_messages", 12, 640),
+    TraceRequest(
+        1_767_603_600.25,
+        "auto/thrifty",
+        "openai_chat",
+        300,
+        900,
+        cache_read_tokens=48_000,
+        cache_write_tokens=2_100,
+        reasoning_tokens=512,
+        stream=True,
+        client_key="ci",
+    ),
+    TraceRequest(1_767_603_961.5, "gemini-2.5-pro", "gemini", 0, 0, client_key=""),
+)
+GOOD = {"at": 1.5, "model": "m", "api": "openai_chat", "input_tokens": 1, "output_tokens": 2}
+
+
+def _file(tmp_path: Path, *lines: object) -> Path:
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(
+        b"".join(
+            (line.encode() if isinstance(line, str) else orjson.dumps(line)) + b"\n"
+            for line in lines
+        )
+    )
+    return path
+
+
+def test_a_written_trace_reads_back_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    write_jsonl(TRACE, path)
+    assert read_jsonl(path) == TRACE
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == 3
+    # Optional fields at their defaults are left out; set ones are written.
+    assert orjson.loads(lines[0]) == {
+        "at": 1_767_603_600.0,
+        "model": "claude-sonnet-4-5",
+        "api": "anthropic_messages",
+        "input_tokens": 12,
+        "output_tokens": 640,
+    }
+    assert orjson.loads(lines[1])["stream"] is True
+    assert orjson.loads(lines[2])["client_key"] == ""
+
+
+def test_missing_optional_fields_take_their_defaults_and_blank_lines_are_skipped(
+    tmp_path: Path,
+) -> None:
+    path = _file(tmp_path, "", GOOD, "   ", {**GOOD, "at": 2, "client_key": None})
+    first, second = read_jsonl(path)
+    assert first == TraceRequest(1.5, "m", "openai_chat", 1, 2)
+    assert (first.cache_read_tokens, first.stream, first.client_key) == (0, False, None)
+    assert second.at == 2.0
+    assert isinstance(second.at, float)
+
+
+def test_requests_out_of_order_are_sorted_keeping_ties_in_file_order(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        {**GOOD, "at": 5, "model": "late"},
+        {**GOOD, "at": 1, "model": "tie-first"},
+        {**GOOD, "at": 1, "model": "tie-second"},
+    )
+    assert [request.model for request in read_jsonl(path)] == ["tie-first", "tie-second", "late"]
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ({**GOOD, "tokens": 3}, "3: unknown field 'tokens'"),
+        ({key: value for key, value in GOOD.items() if key != "api"}, "3: field 'api' is missing"),
+        ({**GOOD, "at": "noon"}, "3: field 'at' must be a number"),
+        ({**GOOD, "at": True}, "3: field 'at' must be a number"),
+        ({**GOOD, "model": 7}, "3: field 'model' must be a string"),
+        ({**GOOD, "input_tokens": 1.5}, "3: field 'input_tokens' must be a whole number"),
+        ({**GOOD, "cache_read_tokens": -1}, "3: field 'cache_read_tokens' must be a whole"),
+        ({**GOOD, "stream": "yes"}, "3: field 'stream' must be true or false"),
+        ({**GOOD, "client_key": 4}, "3: field 'client_key' must be a string or null"),
+        ({**GOOD, "api": "soap"}, "3: api must be one of"),
+        ({**GOOD, "reasoning_tokens": 3}, "3: reasoning_tokens (3) are part of output_tokens"),
+        ([1, 2], "3: a line holds one JSON object, not list"),
+        ("{not json", "3: not a JSON object"),
+    ],
+)
+def test_a_bad_request_is_named_by_file_line_and_field(
+    tmp_path: Path, line: object, said: str
+) -> None:
+    path = _file(tmp_path, GOOD, "", line, GOOD)
+    with pytest.raises(TraceError) as raised:
+        read_jsonl(path)
+    assert str(raised.value).startswith(f"{path}:{said}")
+
+
+def test_a_missing_file_is_a_trace_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match=r"nothing\.jsonl: No such file"):
+        read_jsonl(tmp_path / "nothing.jsonl")
