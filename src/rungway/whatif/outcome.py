@@ -68,6 +68,8 @@ class PolicyRun:
     window_use: tuple[WindowUse, ...] = ()
     times: tuple[float, ...] = field(default=(), compare=False)
     """The trace's arrival times by index, so metrics need only the run; may be empty."""
+    bound_usd: float | None = field(default=None, compare=False)
+    """A proven lower bound on paid spend, when the policy has one (the oracle's LP optimum)."""
 
     def __post_init__(self) -> None:
         for position, placement in enumerate(self.placements):
