@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import itertools
 import mimetypes
+import re
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -53,6 +54,12 @@ EFFORT_BUDGETS = {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}
 MAX_THINKING_BUDGET = 24576
 """The largest thinking budget every Gemini 2.5 model accepts (Flash's top; Pro's is
 32,768): a larger one is lowered to it rather than refused.
+https://ai.google.dev/gemini-api/docs/thinking"""
+
+THINKS_UNLESS_TOLD = re.compile(r"gemini-2\.5-flash(?:-lite)?(?:-preview(?:-[\d-]+)?|-\d{3})?")
+"""Models that may think unasked and can be told not to (thinkingBudget 0): Gemini 2.5
+Flash and Flash-Lite. A request that asks for no reasoning turns theirs off; Gemini 2.5 Pro
+and Gemini 3 cannot turn thinking off, and are left to their default.
 https://ai.google.dev/gemini-api/docs/thinking"""
 
 DROPPED_FIELDS = frozenset(
@@ -98,7 +105,7 @@ class GeminiCodec:
             config = _write_tool_choice(request.tool_choice)
             if config is not None:
                 body["toolConfig"] = {"functionCallingConfig": config}
-        generation = _write_generation(request)
+        generation = _write_generation(request, bare_model(model))
         if generation:
             body["generationConfig"] = generation
         return body
@@ -274,7 +281,7 @@ def _write_tool_choice(choice: ToolChoice | None) -> dict[str, Any] | None:
     return None if choice is None else {"mode": modes[choice]}
 
 
-def _write_generation(request: Request) -> dict[str, Any]:
+def _write_generation(request: Request, model: str) -> dict[str, Any]:
     config: dict[str, Any] = {}
     if request.max_tokens is not None:
         config["maxOutputTokens"] = request.max_tokens
@@ -299,4 +306,8 @@ def _write_generation(request: Request) -> dict[str, Any]:
         if budget is not None:
             thinking["thinkingBudget"] = budget
         config["thinkingConfig"] = thinking
+    elif THINKS_UNLESS_TOLD.fullmatch(model):
+        # Unasked thinking counts against maxOutputTokens: a short limit could end the reply
+        # with thoughts and no text (finishReason MAX_TOKENS).
+        config["thinkingConfig"] = {"thinkingBudget": 0}
     return config

@@ -622,3 +622,23 @@ def test_any_request_the_checks_let_through_translates_without_failing() -> None
             written = GEMINI.write_request(request, model="m")
             GEMINI.read_request(written)
     assert checked > 100  # many odd values are fine; each of them was translated
+
+
+@pytest.mark.parametrize(
+    ("model", "off"),
+    [
+        ("gemini-2.5-flash", True),
+        ("models/gemini-2.5-flash-lite", True),
+        ("gemini-2.5-flash-preview-09-2025", True),
+        ("gemini-2.5-flash-001", True),
+        ("gemini-2.5-flash-image", False),  # no thinking to turn off
+        ("gemini-2.5-pro", False),  # cannot turn it off
+        ("gemini-3-flash-preview", False),
+    ],
+)
+def test_a_request_without_reasoning_turns_off_the_thinking_a_flash_model_does_unasked(
+    model: str, off: bool
+) -> None:
+    request = dataclasses.replace(CANONICAL, reasoning=None)
+    config = GEMINI.write_request(request, model=model)["generationConfig"]
+    assert config.get("thinkingConfig") == ({"thinkingBudget": 0} if off else None)
