@@ -1,0 +1,159 @@
+"""The oracle: the least paid spend any placement of the trace could reach, knowing it all.
+
+It sees every request of the trace at once, and puts requests on plan quota where the
+quota saves the most. Its figure is what the other policies are measured against.
+
+What it may do with each request (`oracle_menu.py`): exactly what the served ladder could
+do, the same candidates `plan_route` gives, and no more. A request no plan takes pays its
+cheapest fallback among them (0 when a keyless, free or unlimited connection serves its
+model); one with no fallback at all (`auto/subscription`, a plan-only model) is refused.
+
+How it decides (`oracle_lp.py`): a linear program. x[i, p] in [0, 1] is the share of
+request i that plan p serves (only plans that serve its model, and only requests whose
+fallback costs something or that have none); per window instance of each plan, the
+requests' weights in the window's unit (tokens, requests, or list-price dollars at the
+plan) times their shares stay within its capacity; a request's shares add up to at most 1;
+and the paid spend, the sum of cost[i] * (1 - sum over p of x[i, p]), is minimised, after
+serving as many plan-only requests as the plans hold. Where every request has one plan and
+every plan one window, the LP falls apart into one fractional knapsack per window instance,
+solved exactly by a greedy (the dearest request per unit of quota first); elsewhere HiGHS
+solves it.
+
+Why it is a lower bound: shares may be fractional, and no real request is split, so the
+integer optimum (and every policy with the same windows) pays at least the LP's optimum.
+That figure is `PolicyRun.bound_usd`. The placements round the shares: each request goes
+where most of it went, to a plan only if it still fits there whole (at most one request
+per binding window instance is split in a greedy answer, a few in an LP one), so the
+placements never overfill a window and their own spend is at or a little above the bound.
+
+Which windows (`oracle_windows.py`): `fixed` and `midnight` windows are where the provider
+puts them. A `first_use` window starts at the first request after the previous one ended;
+the oracle lays them over the requests its plan could serve, as the ladder does by coming
+back at once after each reset, so it is a bound against every policy with those windows
+and the optimum of that alignment against one that shifts them.
+
+What it leaves out: the ladder's exit cut-off (the oracle fills each window to its
+capacity), how much of an open budget is left (a budget of 0 still closes its rung),
+client keys' budgets, and cooldowns: perfect knowledge needs none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rungway.whatif.oracle_menu import Choice, Menu, menus
+from rungway.whatif.outcome import Placement, PolicyRun, WindowUse, World
+from rungway.whatif.plans import PlanWindow
+from rungway.whatif.trace import Trace, TraceRequest
+
+__all__ = ["Oracle"]
+
+_PLAN_FULL = "plan_quota: every plan serving it is full, and no other connection serves it"
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """One window of one plan, and the requests it could count, in trace order."""
+
+    connection_id: str
+    window: PlanWindow
+    requests: list[int]
+    weights: list[float]
+
+
+class Oracle:
+    """The offline optimum with perfect knowledge of the trace, as a `Policy`."""
+
+    name = "oracle"
+
+    def run(self, trace: Trace, world: World, progress: Callable[[int], None]) -> PolicyRun:
+        """Place every request where the least money is paid; `bound_usd` is the LP's optimum.
+
+        Raises ImportError naming the `whatif` extra when numpy and scipy are missing.
+        """
+        # Imported here, so the rest of `rungway whatif` runs without the solver installed.
+        from rungway.whatif.oracle_solve import solve_trace  # noqa: PLC0415
+
+        found = menus(trace, world, progress)
+        counted = _counted(trace, found, world)
+        solved = solve_trace(trace, found, counted)
+        placements = tuple(
+            _placement(index, menu, solved.plan_of.get(index)) for index, menu in enumerate(found)
+        )
+        use = tuple(
+            WindowUse(c.connection_id, c.window.name, start, end, used, c.window.capacity)
+            for c, start, end, used in _window_use(counted, solved.instances, placements)
+        )
+        return PolicyRun(
+            self.name,
+            placements,
+            use,
+            times=tuple(request.at for request in trace),
+            bound_usd=solved.paid_usd,
+        )
+
+
+def _counted(trace: Trace, found: Sequence[Menu], world: World) -> list[_Counted]:
+    """Every plan window with the requests it could count and their weights in its unit."""
+    counted = []
+    for connection_id, quota in world.plans.items():
+        for window in quota.windows:
+            requests: list[int] = []
+            weights: list[float] = []
+            for index, menu in enumerate(found):
+                for choice in menu.plans:
+                    if choice.connection_id == connection_id and (
+                        window.model is None or choice.model == window.model
+                    ):
+                        requests.append(index)
+                        weights.append(_weight(window, trace[index], choice))
+                        break
+            counted.append(_Counted(connection_id, window, requests, weights))
+    return counted
+
+
+def _weight(window: PlanWindow, request: TraceRequest, choice: Choice) -> float:
+    if window.unit == "requests":
+        return 1.0
+    if window.unit == "tokens":
+        return float(request.tokens)
+    return choice.list_cost_usd
+
+
+def _placement(index: int, menu: Menu, plan: Choice | None) -> Placement:
+    if plan is not None:
+        return Placement(index, plan.connection_id, int(plan.rung), 0.0, plan.list_cost_usd)
+    fallback = menu.fallback
+    if fallback is not None:
+        return Placement(
+            index,
+            fallback.connection_id,
+            int(fallback.rung),
+            fallback.cost_usd,
+            fallback.list_cost_usd,
+        )
+    if menu.refusal is not None:
+        return Placement(index, None, None, 0.0, 0.0, refusal=menu.refusal)
+    list_cost = menu.plans[0].list_cost_usd if menu.plans else 0.0
+    return Placement(index, None, None, 0.0, list_cost, refusal=_PLAN_FULL)
+
+
+def _window_use(
+    counted: Sequence[_Counted],
+    instances: Sequence[Sequence[tuple[float, float, int, int]]],
+    placements: Sequence[Placement],
+) -> list[tuple[_Counted, float, float, float]]:
+    """Per window instance, what the rounded placements put in it."""
+    rows = []
+    for window, spans in zip(counted, instances, strict=True):
+        for start, end, first, stop in spans:
+            used = sum(
+                weight
+                for request, weight in zip(
+                    window.requests[first:stop], window.weights[first:stop], strict=True
+                )
+                if placements[request].connection_id == window.connection_id
+            )
+            rows.append((window, start, end, used))
+    return rows
