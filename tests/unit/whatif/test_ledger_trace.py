@@ -3,16 +3,22 @@ asked for, tokens as recorded, and refused or crashed rows left out but counted.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from rungway.ledger.drain import OutboxDrain
 from rungway.ledger.journal import UNRECORDED
+from rungway.ledger.outbox import Outbox
+from rungway.ledger.postgres import PostgresReader
+from rungway.ledger.report import LedgerUnavailable
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.protocol.usage import ReportedUsage
-from rungway.whatif.ledger_trace import read_ledger_trace
+from rungway.whatif.ledger_trace import read_ledger_trace, read_postgres_trace
 from rungway.whatif.trace import TraceError, TraceRequest
 from tests.records import request_record
+from tests.services import POSTGRES_DSN
 
 T0 = 1_790_000_000.0
 
@@ -20,7 +26,8 @@ T0 = 1_790_000_000.0
 @pytest.fixture
 def ledger(tmp_path: Path) -> Path:
     path = tmp_path / "ledger.sqlite3"
-    writer = SqliteLedger(path)
+    # With its outbox, so the same rows can drain into PostgreSQL as a cluster's do.
+    writer = SqliteLedger(path, outbox=True)
     # Written out of order: the trace is sorted by start time.
     writer.record(
         request_record(
@@ -96,3 +103,23 @@ def test_since_is_inclusive_and_until_exclusive(ledger: Path) -> None:
 def test_a_missing_ledger_is_a_trace_error_saying_where_it_looked(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match=r"no ledger at .*none\.sqlite3"):
         read_ledger_trace(tmp_path / "none.sqlite3")
+
+
+def test_the_clusters_postgres_ledger_gives_the_same_trace(ledger: Path, pg_schema: str) -> None:
+    async def drain() -> None:
+        drained = OutboxDrain(Outbox(ledger), POSTGRES_DSN, pg_schema)
+        await drained.start()
+        assert await drained.drain_now(10.0)
+        await drained.stop(2.0)
+
+    asyncio.run(drain())
+    reader = PostgresReader(POSTGRES_DSN, pg_schema)
+    assert read_postgres_trace(reader) == read_ledger_trace(ledger)
+    assert read_postgres_trace(reader, since=T0 + 60, until=T0 + 3_600) == read_ledger_trace(
+        ledger, since=T0 + 60, until=T0 + 3_600
+    )
+
+
+def test_a_postgres_without_a_ledger_is_unavailable(pg_schema: str) -> None:
+    with pytest.raises(LedgerUnavailable, match="has no rungway ledger"):
+        read_postgres_trace(PostgresReader(POSTGRES_DSN, pg_schema))
