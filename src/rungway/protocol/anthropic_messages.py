@@ -230,9 +230,15 @@ def _shown(value: object) -> str:
 
 
 def error_body(
-    status: int, message: str, code: str | None = None, request_id: str | None = None
+    status: int,
+    message: str,
+    code: str | None = None,
+    request_id: str | None = None,
+    *,
+    retry_after_s: float | None = None,
 ) -> bytes:
-    """An error in Anthropic's shape: `{"type": "error", "error": {"type", "message"}}`.
+    """An error in Anthropic's shape: `{"type": "error", "error": {"type", "message"}}`; a
+    wait goes only in the `retry-after` header, as Anthropic sends it.
 
     The gateway's own `code` (such as `subscription_unavailable`) rides along in `error`,
     where clients that know it can read it and the rest ignore it.

@@ -4,14 +4,29 @@ error event."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 from rungway.protocol import anthropic_messages, gemini, openai_chat, openai_responses
 from rungway.protocol.api import Api
 from rungway.protocol.failures import FailureClass
 
-ErrorBody = Callable[[int, str, str | None], bytes]
-"""(status, message, code) -> the error body a client of the API expects."""
+
+class ErrorBody(Protocol):
+    """The error body a client of one API expects."""
+
+    def __call__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        *,
+        retry_after_s: float | None = None,
+    ) -> bytes:
+        """The body for `status`; `retry_after_s`, when set, is also in the `retry-after`
+        header, and an API whose errors carry the wait in the body (Google's) puts it there."""
+        ...
+
+
 StreamErrorEvent = Callable[[str, FailureClass | None], bytes]
 """(message, failure class) -> the event that ends a stream of the API with an error."""
 

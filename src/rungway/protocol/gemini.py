@@ -337,6 +337,9 @@ def _shown(value: object) -> str:
     return repr(value) if isinstance(value, str) and len(value) <= 40 else checks.describe(value)
 
 
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+
+
 def error_object(status: int, message: str, code: str | None = None) -> dict[str, Any]:
     """`{"error": {"code", "message", "status", "details"?}}`, as Google's APIs answer.
 
@@ -356,9 +359,16 @@ def error_object(status: int, message: str, code: str | None = None) -> dict[str
     return {"error": error}
 
 
-def error_body(status: int, message: str, code: str | None = None) -> bytes:
-    """An error in Google's shape: `{"error": {"code", "message", "status"}}`."""
-    return orjson.dumps(error_object(status, message, code))
+def error_body(
+    status: int, message: str, code: str | None = None, *, retry_after_s: float | None = None
+) -> bytes:
+    """An error in Google's shape: `{"error": {"code", "message", "status"}}`. A wait rides
+    in a `RetryInfo` detail, where Google's clients read how long to back off."""
+    error = error_object(status, message, code)
+    if retry_after_s is not None:
+        delay = {"@type": _RETRY_INFO, "retryDelay": f"{max(1, round(retry_after_s))}s"}
+        error["error"].setdefault("details", []).append(delay)
+    return orjson.dumps(error)
 
 
 def stream_error_event(message: str, kind: FailureClass | None = None) -> bytes:

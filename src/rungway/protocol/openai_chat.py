@@ -159,8 +159,11 @@ def _tool_choice(choice: object) -> str | None:
     return None
 
 
-def error_body(status: int, message: str, code: str | None = None) -> bytes:
-    """An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`."""
+def error_body(
+    status: int, message: str, code: str | None = None, *, retry_after_s: float | None = None
+) -> bytes:
+    """An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`; a wait
+    goes only in the `retry-after` header, as OpenAI sends it."""
     kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}})
 

@@ -165,7 +165,9 @@ def _tool_choice(choice: object) -> str | None:
     return None
 
 
-def error_body(status: int, message: str, code: str | None = None) -> bytes:
+def error_body(
+    status: int, message: str, code: str | None = None, *, retry_after_s: float | None = None
+) -> bytes:
     """An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
 
     The Responses API answers errors exactly as Chat Completions does.

@@ -392,7 +392,9 @@ async def _deliver(
 
 
 async def _refuse(send: Send, api: Api, request_id: str, refusal: Refusal) -> None:
-    body = ERROR_BODIES[api](refusal.status, refusal.message, refusal.code)
+    body = ERROR_BODIES[api](
+        refusal.status, refusal.message, refusal.code, retry_after_s=refusal.retry_after_s
+    )
     headers = _base_headers(request_id) + list(refusal.headers)
     if refusal.retry_after_s is not None:
         headers.append(("retry-after", str(max(1, round(refusal.retry_after_s)))))

@@ -11,6 +11,7 @@ from google.genai import types
 
 from rungway.protocol import gemini
 from rungway.protocol.failures import FailureClass
+from rungway.quota.errors import read_gemini_error
 
 FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "gemini"
 USER = {"role": "user", "parts": [{"text": "hi"}]}
@@ -175,3 +176,20 @@ def test_field_reads_either_spelling() -> None:
     assert gemini.field({"generationConfig": 2, "generation_config": 1}, "generationConfig") == 2
     assert gemini.field({}, "generationConfig") is None
     assert gemini.bare_model("models/gemini-2.5-pro") == "gemini-2.5-pro"
+
+
+def test_a_refusal_with_a_wait_carries_it_as_google_retry_info() -> None:
+    body = gemini.error_body(
+        429, "no subscription quota left", "subscription_unavailable", retry_after_s=37.4
+    )
+    error = orjson.loads(body)["error"]
+    assert (error["code"], error["status"]) == (429, "RESOURCE_EXHAUSTED")
+    retry = [d for d in error["details"] if d["@type"].endswith("google.rpc.RetryInfo")]
+    assert retry == [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}]
+    # Read the way Google's clients read it: the wait is the one the gateway meant.
+    assert read_gemini_error(429, body, now=0.0).retry_after_s == 37.0
+
+
+def test_a_refusal_without_a_wait_has_no_retry_info() -> None:
+    error = orjson.loads(gemini.error_body(400, "bad", "invalid_request"))["error"]
+    assert all(not d["@type"].endswith("RetryInfo") for d in error["details"])
