@@ -13,6 +13,7 @@ from rungway.cli.serve import serve
 from rungway.cli.sim_upstream import sim_upstream
 from rungway.cli.spend import spend
 from rungway.cli.status import status
+from rungway.cli.whatif import whatif
 
 app = typer.Typer(
     name="rungway",
@@ -29,6 +30,7 @@ app.command("explain")(explain)
 app.command("spend")(spend)
 app.command("status")(status)
 app.command("doctor")(doctor)
+app.command("whatif")(whatif)
 app.add_typer(connections, name="connections")
 
 

@@ -7,10 +7,9 @@ connections are those with window instances in the run.
 - Re-entry lag: at each reset of a plan window (an instance's end) that found the policy
   off that plan (the last request before it went elsewhere), the requests and the
   seconds from the first request after the reset to the first one the policy put back on
-  the plan. A reset while another window of the same plan stays spent (95 % used or more)
-  is not counted: the plan had no room to come back to. Only resets that more requests
-  followed count; a policy that never came back before the trace ended is counted to the
-  end of the trace.
+  the plan. A reset after which the policy came back only past the plan's next reset is
+  not counted: another window kept the plan shut. Only resets that more requests followed
+  count; a policy that never came back, with no later reset, is counted to the trace's end.
 - Flaps: returns to a plan after leaving it that no reset of one of its windows explains.
 """
 
@@ -26,8 +25,6 @@ from rungway.routing.rungs import Rung
 from rungway.whatif.outcome import PolicyRun, WindowUse
 
 __all__ = ["Lag", "RunMetrics", "WindowUtilisation", "measure", "ratio"]
-
-_STILL_SPENT = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +91,12 @@ class RunMetrics:
             "paid_usd": self.paid_usd,
             "list_usd": self.list_usd,
             "served_list_usd": self.served_list_usd,
-            "ratio_to_oracle": self.ratio_to_oracle,
+            # JSON has no infinity: a policy that pays over a free optimum has no ratio.
+            "ratio_to_oracle": (
+                None
+                if self.ratio_to_oracle is None or math.isinf(self.ratio_to_oracle)
+                else self.ratio_to_oracle
+            ),
             "per_rung": self.per_rung,
             "per_connection": self.per_connection,
             "refusals": self.refusals,
@@ -186,31 +188,31 @@ def _times(run: PolicyRun) -> tuple[float, ...]:
 def _lags(run: PolicyRun) -> list[Lag]:
     times = _times(run)
     placements = run.placements
+    ends: dict[str, list[float]] = {}
+    for use in run.window_use:
+        ends.setdefault(use.connection_id, []).append(use.end)
+    for listed in ends.values():
+        listed.sort()
     lags = []
     for use in run.window_use:
-        reset = use.end
+        reset, plan = use.end, use.connection_id
         first = bisect_left(times, reset)
-        if first == 0 or first >= len(times):
+        if first == 0 or first >= len(times) or placements[first - 1].connection_id == plan:
             continue
-        plan = use.connection_id
-        if placements[first - 1].connection_id == plan or _other_spent(run, use, reset):
-            continue
+        later = ends[plan][bisect_right(ends[plan], reset) :]
+        # Coming back only after the plan's next reset means another window kept it shut.
+        deadline = later[0] if later else math.inf
         back = next(
             (i for i in range(first, len(placements)) if placements[i].connection_id == plan),
-            len(placements) - 1,
+            None,
         )
+        if back is None or times[back] >= deadline:
+            if back is None and not later:
+                back = len(placements) - 1
+            else:
+                continue
         lags.append(Lag(plan, use.window, reset, back - first, times[back] - times[first]))
     return sorted(lags, key=lambda lag: lag.reset_at)
-
-
-def _other_spent(run: PolicyRun, reset: WindowUse, at: float) -> bool:
-    return any(
-        use.connection_id == reset.connection_id
-        and use.window != reset.window
-        and use.start <= at < use.end
-        and use.used >= _STILL_SPENT * use.capacity
-        for use in run.window_use
-    )
 
 
 def _flaps(run: PolicyRun) -> int:

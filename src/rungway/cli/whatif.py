@@ -1,0 +1,344 @@
+"""`rungway whatif`: replay a trace against the config's connections under each policy, and
+show what each would have paid, against the oracle's optimum.
+
+The trace comes from exactly one of `--from-ledger` (this gateway's ledger, `--since` and
+`--until` bound it), `--trace FILE.jsonl` or `--synthetic PROFILE`; plan quotas from
+`--plan` and `--window` (see `whatif_plans.py` for the grammar) or each provider's default.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rungway.app import build_roster
+from rungway.cli.config_file import load_config
+from rungway.cli.ledger_source import postgres_reader
+from rungway.cli.spend import money
+from rungway.cli.whatif_plans import FlagError, describe, plan_quotas
+from rungway.config import Settings
+from rungway.ledger.report import LedgerUnavailable
+from rungway.pricing import PriceBook
+from rungway.stores import default_ledger_path
+from rungway.whatif.jsonl import read_jsonl
+from rungway.whatif.ledger_trace import LedgerTrace, read_ledger_trace, read_postgres_trace
+from rungway.whatif.metrics import RunMetrics, measure
+from rungway.whatif.outcome import Policy, PolicyRun, World
+from rungway.whatif.plans import PlanError
+from rungway.whatif.policies import POLICY_NAMES, AlwaysKey, FallbackOn429, LadderPolicy, TtlCached
+from rungway.whatif.synthetic import PROFILES, generate
+from rungway.whatif.trace import Trace, TraceError
+
+out = Console()
+err = Console(stderr=True)
+_PROGRESS_FROM = 5_000
+"""Traces at least this long (times the policies) show a progress bar."""
+
+
+def whatif(
+    *,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="The config file (connections, ladder).")
+    ] = None,
+    from_ledger: Annotated[
+        bool, typer.Option("--from-ledger", help="Replay this gateway's ledger.")
+    ] = False,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Ledger rows from (ISO date/time, UTC).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="Ledger rows before (ISO date/time, UTC).")
+    ] = None,
+    trace_file: Annotated[Path | None, typer.Option("--trace", help="A JSONL trace file.")] = None,
+    synthetic: Annotated[
+        str | None,
+        typer.Option("--synthetic", help=f"A synthetic profile: {', '.join(PROFILES)}."),
+    ] = None,
+    requests: Annotated[
+        int, typer.Option("--requests", help="Requests in a synthetic trace.")
+    ] = 5_000,
+    seed: Annotated[int, typer.Option("--seed", help="A synthetic trace's seed.")] = 0,
+    plan: Annotated[
+        list[str] | None,
+        typer.Option("--plan", help="CONN=KNOWN_PLAN (e.g. plan=claude-max-5x); repeatable."),
+    ] = None,
+    window: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--window",
+            help="CONN:NAME:LENGTH:CAPACITY:UNIT[:ALIGNMENT], e.g. plan:5h:5h:45:requests;"
+            " repeatable.",
+        ),
+    ] = None,
+    policies: Annotated[
+        str, typer.Option("--policies", help="Comma-separated policies to compare.")
+    ] = ",".join(POLICY_NAMES),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a plot (.png or .html).")
+    ] = None,
+) -> None:
+    """Replay requests against plans and policies, and compare what each would have paid."""
+    chosen = _policy_names(policies)
+    if plot is not None:
+        _check_plot(plot)
+    _, settings = load_config(config)
+    trace, source = _trace(
+        settings, from_ledger, since, until, trace_file, synthetic, requests, seed
+    )
+    try:
+        quotas, notes = plan_quotas(settings, build_roster(settings), plan or (), window or ())
+    except (FlagError, PlanError) as error:
+        _fail(str(error))
+    world = World(settings, quotas, PriceBook(settings.prices))
+    started = time.perf_counter()
+    runs = _replay(trace, world, [_policy(name) for name in chosen])
+    elapsed = time.perf_counter() - started
+    oracle = runs.get("oracle")
+    figures = [measure(run, oracle) for run in runs.values()]
+    if plot is not None:
+        _write_plot(plot, list(runs.values()), trace, world)
+    if as_json:
+        payload = {
+            "trace": {"source": source, "requests": len(trace), **_span(trace)},
+            "plans": describe(quotas),
+            "notes": notes,
+            "elapsed_s": elapsed,
+            "policies": [figure.to_json() for figure in figures],
+        }
+        typer.echo(json.dumps(payload, indent=2, allow_nan=False))
+        return
+    _print(figures, trace, source, quotas, notes, elapsed)
+
+
+def _policy_names(policies: str) -> list[str]:
+    names = [name.strip() for name in policies.split(",") if name.strip()]
+    unknown = [name for name in names if name not in POLICY_NAMES]
+    if unknown or not names:
+        _fail(f"--policies {policies}: choose from {', '.join(POLICY_NAMES)}")
+    return list(dict.fromkeys(names))
+
+
+def _policy(name: str) -> Policy:
+    if name == "oracle":
+        try:
+            from rungway.whatif.oracle import Oracle  # noqa: PLC0415 - needs the whatif extra
+        except ImportError:
+            _fail(
+                "the oracle needs the whatif extra: pip install 'rungway[whatif]'"
+                " (or leave it out with --policies)"
+            )
+        return Oracle()
+    factories: dict[str, Callable[[], Policy]] = {
+        "ladder": LadderPolicy,
+        "always-key": AlwaysKey,
+        "fallback-429": FallbackOn429,
+        "ttl-180s": TtlCached,
+    }
+    return factories[name]()
+
+
+def _trace(  # noqa: PLR0917 - the trace flags, checked together
+    settings: Settings,
+    from_ledger: bool,
+    since: str | None,
+    until: str | None,
+    trace_file: Path | None,
+    synthetic: str | None,
+    requests: int,
+    seed: int,
+) -> tuple[Trace, str]:
+    given = [from_ledger, trace_file is not None, synthetic is not None]
+    if sum(given) != 1:
+        _fail("give the trace with exactly one of --from-ledger, --trace FILE or --synthetic")
+    if (since or until) and not from_ledger:
+        _fail("--since and --until bound --from-ledger only")
+    try:
+        if trace_file is not None:
+            return read_jsonl(trace_file), str(trace_file)
+        if synthetic is not None:
+            if requests < 1:
+                _fail(f"--requests {requests}: a trace needs at least 1 request")
+            return generate(synthetic, requests=requests, seed=seed), f"synthetic {synthetic}"
+        return _ledger_trace(settings, _instant("--since", since), _instant("--until", until))
+    except (TraceError, OSError) as error:
+        _fail(str(error))
+
+
+def _ledger_trace(
+    settings: Settings, since: float | None, until: float | None
+) -> tuple[Trace, str]:
+    bounds = {"since": since or 0.0, "until": until or math.inf}
+    reader = postgres_reader(settings)
+    found: LedgerTrace
+    if reader is not None:
+        try:
+            found = read_postgres_trace(reader, **bounds)
+        except LedgerUnavailable as error:
+            _fail(str(error))
+        source = f"ledger in postgres at {reader.address}"
+    else:
+        path = settings.ledger.path or default_ledger_path()
+        found = read_ledger_trace(path, **bounds)
+        source = f"ledger {path}"
+    if not found.trace:
+        _fail(f"the {source} holds no requests to replay in that period")
+    skipped = found.refused + found.unrecorded
+    if skipped:
+        source += f" ({skipped} rows without tokens left out)"
+    return found.trace, source
+
+
+def _instant(option: str, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        _fail(f"{option} {value}: give an ISO date or date and time, e.g. 2026-11-01T09:00")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()
+
+
+def _replay(trace: Trace, world: World, chosen: list[Policy]) -> dict[str, PolicyRun]:
+    runs: dict[str, PolicyRun] = {}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=len(trace) * len(chosen) < _PROGRESS_FROM,
+    ) as progress:
+        for policy in chosen:
+            task = progress.add_task(f"replaying {policy.name}", total=len(trace))
+
+            def advance(count: int, task: Any = task) -> None:
+                progress.advance(task, count)
+
+            run = policy.run(trace, world, advance)
+            if not run.times:
+                run = replace(run, times=tuple(request.at for request in trace))
+            runs[policy.name] = run
+    return runs
+
+
+def _check_plot(path: Path) -> None:
+    from rungway.whatif.plot import PlotError, check_plot_path  # noqa: PLC0415 - optional
+
+    try:
+        check_plot_path(path)
+    except PlotError as error:
+        _fail(str(error))
+
+
+def _write_plot(path: Path, runs: list[PolicyRun], trace: Trace, world: World) -> None:
+    from rungway.whatif.plot import PlotError, write_plot  # noqa: PLC0415 - optional
+
+    try:
+        write_plot(path, runs, trace, world.plans)
+    except (PlotError, OSError) as error:
+        _fail(f"--plot {path}: {error}")
+    err.print(f"plot written to {escape(str(path))}", highlight=False)
+
+
+def _print(  # noqa: PLR0917 - what the report shows
+    figures: list[RunMetrics],
+    trace: Trace,
+    source: str,
+    quotas: dict[str, Any],
+    notes: list[str],
+    elapsed: float,
+) -> None:
+    span = _span(trace)
+    out.print(
+        f"{len(trace):,} requests from {escape(source)}, {span['from']} to {span['to']};"
+        f" replayed in {elapsed:.1f} s",
+        highlight=False,
+    )
+    for line in describe(quotas):
+        out.print(f"  plan {escape(line)}", highlight=False)
+    for note in notes:
+        out.print(f"  [dim]{escape(note)}[/]", highlight=False)
+    for figure in figures:
+        out.print(_policy_table(figure))
+    out.print(_comparison(figures))
+
+
+def _policy_table(figure: RunMetrics) -> Table:
+    table = Table(title=f"policy: {figure.policy}", title_justify="left", show_header=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("paid spend", money(figure.paid_usd))
+    table.add_row("at list price", money(figure.list_usd))
+    table.add_row("paid / oracle", _ratio(figure.ratio_to_oracle))
+    for rung, count in sorted(figure.per_rung.items()):
+        table.add_row(f"requests on {rung}", f"{count:,}")
+    for use in figure.utilisation:
+        table.add_row(
+            f"{use.connection_id} {use.window} used",
+            f"{use.mean:.0%} mean, {use.peak:.0%} peak, {use.instances} windows",
+        )
+    table.add_row(
+        "re-entry lag",
+        f"{len(figure.lags)} resets, max {figure.max_lag_requests} requests /"
+        f" {figure.max_lag_seconds:.0f} s",
+    )
+    table.add_row("flaps", str(figure.flaps))
+    table.add_row("budget refusals", f"{figure.budget_refusals:,}")
+    other = sum(figure.refusals.values()) - figure.budget_refusals
+    if other:
+        table.add_row("other refusals", f"{other:,}")
+    return table
+
+
+def _comparison(figures: list[RunMetrics]) -> Table:
+    table = Table(title="compared", title_justify="left")
+    for header in ("policy", "paid", "list price", "/ oracle", "max lag", "flaps", "refused"):
+        table.add_column(header, justify="left" if header == "policy" else "right")
+    for figure in figures:
+        table.add_row(
+            figure.policy,
+            money(figure.paid_usd),
+            money(figure.list_usd),
+            _ratio(figure.ratio_to_oracle),
+            f"{figure.max_lag_requests} req",
+            str(figure.flaps),
+            f"{sum(figure.refusals.values()):,}",
+        )
+    return table
+
+
+def _ratio(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "inf" if math.isinf(value) else f"{value:.3f}"
+
+
+def _span(trace: Trace) -> dict[str, str]:
+    if not trace:
+        return {"from": "-", "to": "-"}
+    return {"from": _utc(trace[0].at), "to": _utc(trace[-1].at)}
+
+
+def _utc(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[bold red]rungway whatif:[/] {escape(message)}", highlight=False)
+    raise typer.Exit(2)

@@ -1,0 +1,117 @@
+"""`rungway whatif` end to end on synthetic and JSONL traces, and its one-line refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rungway.cli.main import app
+from rungway.whatif.jsonl import write_jsonl
+from rungway.whatif.synthetic import generate
+
+CONFIG = """\
+ladder:
+  rung_budget_usd: {cheap: 20, premium: 50}
+connections:
+  - {id: plan, provider: anthropic, auth: oauth, credential: {env: WHATIF_PLAN},
+     models: [claude-sonnet-4-5, claude-haiku-4-5]}
+  - {id: api, provider: anthropic, auth: apikey, credential: {env: WHATIF_API},
+     models: [claude-sonnet-4-5, claude-haiku-4-5]}
+  - {id: cheap, provider: deepseek, auth: apikey, credential: {env: WHATIF_CHEAP},
+     models: [deepseek-chat]}
+aliases:
+  "claude-*": auto/thrifty
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "rungway.yaml"
+    path.write_text(CONFIG)
+    return path
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["whatif", *args], env={"COLUMNS": "200"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_synthetic_trace_is_replayed_under_every_policy_as_json(config: Path) -> None:
+    code, stdout, _ = _run(
+        "--config", str(config), "--synthetic", "steady", "--requests", "600", "--json"
+    )
+    assert code == 0
+    payload = json.loads(stdout)
+    figures = {figure["policy"]: figure for figure in payload["policies"]}
+    assert list(figures) == ["ladder", "always-key", "fallback-429", "ttl-180s", "oracle"]
+    assert payload["trace"]["requests"] == 600
+    assert any("plan taken as claude-pro" in note for note in payload["notes"])
+    ladder, key = figures["ladder"], figures["always-key"]
+    assert ladder["paid_usd"] < key["paid_usd"]
+    assert key["per_rung"] == {"cheap": 600}
+    assert ladder["per_rung"]["subscription"] > 0
+    assert ladder["flaps"] == 0
+    assert ladder["reentry_lag"]["max_requests"] == 0
+    assert figures["oracle"]["paid_usd"] <= ladder["paid_usd"] + 1e-9
+
+
+def test_a_jsonl_trace_and_window_flags_make_a_table(config: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    write_jsonl(generate("bursty", requests=300, seed=3), trace)
+    code, stdout, _ = _run(
+        "--config",
+        str(config),
+        "--trace",
+        str(trace),
+        "--window",
+        "plan:5h:5h:20:requests:first_use",
+        "--window",
+        "plan:week:7d:2:cost:fixed",
+        "--policies",
+        "ladder,always-key",
+    )
+    assert code == 0, stdout
+    assert "plan 5h: 20 requests per 5h, first_use" in stdout
+    assert "plan week: 2 cost per 7d, fixed" in stdout
+    assert "policy: ladder" in stdout
+    assert "policy: always-key" in stdout
+    assert "compared" in stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--synthetic", "lazy"], "no profile 'lazy'"),
+        (["--synthetic", "steady", "--trace", "x.jsonl"], "exactly one of"),
+        ([], "exactly one of"),
+        (["--trace", "missing.jsonl"], "missing.jsonl"),
+        (["--synthetic", "steady", "--policies", "ladder,best"], "--policies ladder,best"),
+        (["--synthetic", "steady", "--plan", "plan=claude-ultra"], "name a known plan"),
+        (["--synthetic", "steady", "--plan", "nope=claude-pro"], "no connection 'nope'"),
+        (["--synthetic", "steady", "--window", "plan:5h:5h:45"], "CONN:NAME:LENGTH"),
+        (["--synthetic", "steady", "--window", "plan:5h:5x:45:requests"], "LENGTH '5x'"),
+        (["--synthetic", "steady", "--window", "plan:5h:5h:45:messages"], "UNIT must be"),
+        (["--synthetic", "steady", "--window", "plan:5h:5h:-1:requests"], "capacity must"),
+        (["--synthetic", "steady", "--window", "plan:5h:5h:4:requests:weekly"], "ALIGNMENT"),
+        (["--synthetic", "steady", "--since", "2026-01-01"], "--since and --until"),
+        (["--from-ledger", "--since", "yesterday"], "--since yesterday"),
+        (["--synthetic", "steady", "--plot", "out.gif"], "out.gif"),
+    ],
+)
+def test_a_bad_flag_gets_one_line_naming_it(config: Path, args: list[str], named: str) -> None:
+    code, stdout, stderr = _run("--config", str(config), *args)
+    assert code == 2
+    assert named in stderr
+    assert "Traceback" not in stderr + stdout
+    assert len(stderr.strip().splitlines()) == 1
+
+
+def test_a_missing_ledger_is_named(config: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "none.sqlite3"
+    config.write_text(CONFIG + f"ledger: {{path: {ledger}}}\n")
+    code, _, stderr = _run("--config", str(config), "--from-ledger")
+    assert code == 2
+    assert f"no ledger at {ledger}" in stderr
