@@ -39,7 +39,7 @@ client keys' budgets, and cooldowns: perfect knowledge needs none of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rungway.whatif.oracle_menu import Choice, Menu, menus
@@ -54,11 +54,13 @@ _PLAN_FULL = "plan_quota: every plan serving it is full, and no other connection
 
 @dataclass(frozen=True, slots=True)
 class _Counted:
-    """One window of one plan, and the requests it could count, in trace order."""
+    """One window of one plan, and the requests it could count, in trace order, each with
+    the model the plan would serve it by and its weight in the window's unit."""
 
     connection_id: str
     window: PlanWindow
     requests: list[int]
+    models: list[str]
     weights: list[float]
 
 
@@ -83,7 +85,7 @@ class Oracle:
         )
         use = tuple(
             WindowUse(c.connection_id, c.window.name, start, end, used, c.window.capacity)
-            for c, start, end, used in _window_use(counted, solved.instances, placements)
+            for c, start, end, used in _window_use(counted, solved.instances, solved.plan_of)
         )
         return PolicyRun(
             self.name,
@@ -95,21 +97,23 @@ class Oracle:
 
 
 def _counted(trace: Trace, found: Sequence[Menu], world: World) -> list[_Counted]:
-    """Every plan window with the requests it could count and their weights in its unit."""
+    """Every plan window with the requests it could count and their weights in its unit.
+
+    A request the plan could serve by several models (only with per-model windows, see
+    `oracle_menu`) appears once per model the window counts."""
     counted = []
     for connection_id, quota in world.plans.items():
         for window in quota.windows:
-            requests: list[int] = []
-            weights: list[float] = []
+            entry = _Counted(connection_id, window, [], [], [])
             for index, menu in enumerate(found):
                 for choice in menu.plans:
                     if choice.connection_id == connection_id and (
                         window.model is None or choice.model == window.model
                     ):
-                        requests.append(index)
-                        weights.append(_weight(window, trace[index], choice))
-                        break
-            counted.append(_Counted(connection_id, window, requests, weights))
+                        entry.requests.append(index)
+                        entry.models.append(choice.model)
+                        entry.weights.append(_weight(window, trace[index], choice))
+            counted.append(entry)
     return counted
 
 
@@ -142,18 +146,24 @@ def _placement(index: int, menu: Menu, plan: Choice | None) -> Placement:
 def _window_use(
     counted: Sequence[_Counted],
     instances: Sequence[Sequence[tuple[float, float, int, int]]],
-    placements: Sequence[Placement],
+    plan_of: Mapping[int, Choice],
 ) -> list[tuple[_Counted, float, float, float]]:
     """Per window instance, what the rounded placements put in it."""
     rows = []
     for window, spans in zip(counted, instances, strict=True):
+        on_plan = [
+            (request in plan_of)
+            and plan_of[request].connection_id == window.connection_id
+            and plan_of[request].model == model
+            for request, model in zip(window.requests, window.models, strict=True)
+        ]
         for start, end, first, stop in spans:
             used = sum(
                 weight
-                for request, weight in zip(
-                    window.requests[first:stop], window.weights[first:stop], strict=True
+                for weight, held in zip(
+                    window.weights[first:stop], on_plan[first:stop], strict=True
                 )
-                if placements[request].connection_id == window.connection_id
+                if held
             )
             rows.append((window, start, end, used))
     return rows

@@ -100,6 +100,10 @@ class _Pricer:
             settings.aliases,
         )
         self._rates: dict[tuple[str, str], Rates | None] = {}
+        self.per_model = {
+            connection_id: any(window.model is not None for window in quota.windows)
+            for connection_id, quota in world.plans.items()
+        }
         self.rungs = {
             (connection.id, served.model): served.rung
             for connection in self.roster.connections.values()
@@ -153,8 +157,32 @@ class _Pricer:
             request.cache_read_tokens,
             request.cache_write_tokens,
         )
-        plans = tuple(self.choice(place, tokens, paid=False) for place in route.plans)
-        return Menu(plans, _cheapest(self.choice(place, tokens) for place in route.fallbacks))
+        plans = [self.choice(place, tokens, paid=False) for place in route.plans]
+        if len(plans) > 1:
+            plans = self._undominated(plans)
+        return Menu(
+            tuple(plans), _cheapest(self.choice(place, tokens) for place in route.fallbacks)
+        )
+
+    def _undominated(self, plans: list[Choice]) -> list[Choice]:
+        """One choice per plan connection (its lowest list price), unless it has per-model
+        windows.
+
+        Without per-model windows the models a plan serves a request by save the same, and
+        count in the same windows: alike in a request or token window, the cheapest the
+        least in a cost window. Any share on a dearer model can move to the cheapest with
+        nothing lost, so the others are left out of the LP. A per-model window makes them
+        differ, and all are kept."""
+        kept: dict[str, Choice] = {}
+        every: list[Choice] = []
+        for choice in plans:
+            if self.per_model[choice.connection_id]:
+                every.append(choice)
+                continue
+            held = kept.get(choice.connection_id)
+            if held is None or choice.list_cost_usd < held.list_cost_usd:
+                kept[choice.connection_id] = choice
+        return [*kept.values(), *every]
 
     def choice(
         self, place: tuple[str, str, Rung], tokens: TokenCounts, *, paid: bool = True

@@ -39,6 +39,8 @@ class Counted(Protocol):
     @property
     def requests(self) -> list[int]: ...
     @property
+    def models(self) -> list[str]: ...
+    @property
     def weights(self) -> list[float]: ...
 
 
@@ -59,7 +61,7 @@ def solve_trace(trace: Trace, menus: Sequence[Menu], counted: Sequence[Counted])
     must = np.zeros(len(menus), dtype=np.bool_)
     request_of: list[int] = []
     choices: list[Choice] = []
-    option_at: dict[tuple[int, str], int] = {}
+    option_at: dict[tuple[int, str, str], int] = {}
     for index, menu in enumerate(menus):
         if not menu.plans:
             continue
@@ -70,7 +72,7 @@ def solve_trace(trace: Trace, menus: Sequence[Menu], counted: Sequence[Counted])
             if cost[index] <= 0:
                 continue
         for choice in menu.plans:
-            option_at[index, choice.connection_id] = len(choices)
+            option_at[index, choice.connection_id, choice.model] = len(choices)
             request_of.append(index)
             choices.append(choice)
     rows: list[Row] = []
@@ -79,7 +81,10 @@ def solve_trace(trace: Trace, menus: Sequence[Menu], counted: Sequence[Counted])
         held = np.array(window.requests, dtype=np.int64)
         weights = np.array(window.weights, dtype=np.float64)
         options = np.array(
-            [option_at.get((request, window.connection_id), -1) for request in window.requests],
+            [
+                option_at.get((request, window.connection_id, model), -1)
+                for request, model in zip(window.requests, window.models, strict=True)
+            ],
             dtype=np.int64,
         )
         found: list[Span] = []

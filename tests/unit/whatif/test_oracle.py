@@ -29,7 +29,10 @@ PRICES = {
 
 
 def world(
-    *windows: PlanWindow, models: tuple[str, ...] = (SONNET,), keyless: bool = False
+    *windows: PlanWindow,
+    models: tuple[str, ...] = (SONNET,),
+    keyless: bool = False,
+    prices: dict[str, Any] | None = None,
 ) -> World:
     """A Claude login (the plan) and an Anthropic key serving `models`, maybe a local one."""
     connections: list[dict[str, Any]] = [
@@ -61,7 +64,7 @@ def world(
     config = parse_settings(
         {
             "connections": connections,
-            "prices": PRICES,
+            "prices": PRICES if prices is None else prices,
             # No budget closes a rung, so `auto` ids see the key as named models do.
             "ladder": {"rung_budget_usd": {"cheap": None, "premium": None}},
         }
@@ -220,6 +223,28 @@ def test_auto_ids_use_the_ladder_candidates() -> None:
     result = run(trace, world(daily(1)))
     assert result.bound_usd == pytest.approx(1.0)
     assert where(result) == ["key", "plan"]
+
+
+def test_a_plan_serving_two_models_counts_a_request_at_the_cheaper_one() -> None:
+    # Haiku at $1 and Sonnet at $2 per million input tokens; `auto/thrifty` may use either
+    # on the plan or the key. Cheapest fallback: Haiku on the key, $1 a request. The plan's
+    # cost window holds $2 a day: at Haiku's price two requests fit ($1 each), so one of
+    # three pays, the bound is $1 (at Sonnet's, one would fit and two pay).
+    prices = {
+        SONNET: {"input_per_mtok": 2, "output_per_mtok": 10},
+        HAIKU: {"input_per_mtok": 1, "output_per_mtok": 5},
+    }
+    trace = tuple(
+        TraceRequest(10.0 * n, "auto/thrifty", "openai_chat", 1_000_000, 0) for n in range(3)
+    )
+    result = run(trace, world(daily(2, "cost"), models=(SONNET, HAIKU), prices=prices))
+    assert result.bound_usd == pytest.approx(1.0)
+    assert where(result).count("plan") == 2
+    assert result.window_use[0].used == pytest.approx(2.0)
+    # A per-model window on Sonnet leaves Haiku on the plan unbounded: nothing is paid.
+    result = run(trace, world(daily(1, model=SONNET), models=(SONNET, HAIKU), prices=prices))
+    assert result.bound_usd == pytest.approx(0.0)
+    assert where(result) == ["plan"] * 3
 
 
 def test_plan_only_requests_are_served_first_and_the_rest_refused() -> None:
