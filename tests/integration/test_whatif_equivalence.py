@@ -9,6 +9,7 @@ through on its 429, resting until the reset, and coming back at it.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,5 +170,5 @@ def test_the_replayed_ladder_decides_as_the_served_one(
     # The trace exercises every move: the plan, the cheap rung, the key for the named model,
     # and returns to the plan after resets.
     assert {"plan", "cheap", "api"} <= set(served)
-    returns = sum(1 for a, b in zip(served, served[1:], strict=False) if a != "plan" == b)
+    returns = sum(1 for a, b in itertools.pairwise(served) if a != "plan" == b)
     assert returns >= 3
