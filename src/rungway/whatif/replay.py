@@ -22,8 +22,9 @@ plan, a keyless or a free rung) and its list price, both priced by the ledger's 
 Decided where the issue is silent:
 - A budget hold is the request's real cost, not a worst case from `max_tokens` (a trace
   has no `max_tokens`): a replay knows the real cost before it holds.
-- The usage poller is not replayed. A fail-closed `auto/subscription` request that finds a
-  plan unread gets the reading the plan's usage endpoint would give (its windows now).
+- The usage poller's background polls are not replayed. A fail-closed `auto/subscription`
+  request that finds a plan without a fresh reading (the poller's own rule) gets the
+  reading the plan's usage endpoint would give: its windows now.
 - A request refused by every route is placed nowhere; its list price is that of the first
   route it had, or 0 when it had none.
 """
@@ -48,6 +49,7 @@ from rungway.engine.state import QuotaObserver, StateSource
 from rungway.protocol.api import Api
 from rungway.protocol.usage import ReportedUsage
 from rungway.quota.board import QuotaBoard
+from rungway.quota.poller import UsagePoller
 from rungway.routing.billing import BillingClass
 from rungway.routing.resolve import ConnectionFacts, ModelTable
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
@@ -88,6 +90,10 @@ def subscription_ids(world: World) -> frozenset[str]:
     return frozenset(
         c.id for c in roster.connections.values() if c.billing.billing is BillingClass.SUBSCRIPTION
     )
+
+
+async def _no_fetch(url: str, headers: Mapping[str, str], body: bytes | None) -> Any:
+    raise RuntimeError("a replay fetches nothing")
 
 
 class _Verifier:
@@ -171,6 +177,8 @@ class ReplayGateway:
             self._upstreams[connection_id] = upstream
             self.allowances[connection_id] = Allowance(quota, upstream.header_names)
         self._bodies: dict[tuple[str, str], tuple[dict[str, Any], bytes]] = {}
+        # Only its rule for a missing or stale reading is used: nothing is fetched.
+        self._poller = UsagePoller(self.board, (), _no_fetch, self.clock, settings.ladder)
 
     def place(self, index: int, request: TraceRequest) -> Placement:
         """Plan `request` at its instant and walk its routes as the engine does."""
@@ -259,13 +267,12 @@ class ReplayGateway:
             self._observer.failed(route.connection.id, failure, now)
 
     def read_usage(self, connection_ids: Iterable[str]) -> None:
-        """Note each plan's windows as its usage endpoint reports them, when unread."""
+        """Note each plan's windows as its usage endpoint reports them, when the poller's
+        own rule says it lacks a fresh reading."""
         now = self.clock.now()
-        states = self.board.connection_states(now)
         for connection_id in connection_ids:
             allowance = self.allowances.get(connection_id)
-            state = states.get(connection_id)
-            if allowance is None or (state is not None and state.windows):
+            if allowance is None or not self._poller.needs_reading(connection_id, now):
                 continue
             readings = allowance.admission("", now, admitted=True).readings
             self.board.observe(
@@ -276,6 +283,7 @@ class ReplayGateway:
                         100.0 * min(1.0, reading.used / reading.capacity),
                         reading.reset_at,
                         now,
+                        model=reading.spec.model,
                         status=WindowStatus.REJECTED if reading.spent else WindowStatus.ALLOWED,
                         source="usage",
                     )

@@ -100,3 +100,14 @@ def test_a_named_model_goes_to_its_connections_in_config_order() -> None:
     assert ids[:10] == ["plan"] * 10
     assert ids[10:] == ["api"] * 4
     assert T0 > 0
+
+
+def test_auto_subscription_reads_the_plan_then_refuses_until_its_reset() -> None:
+    trace = steady(40, 20 * 60, model="auto/subscription")
+    run = LadderPolicy().run(trace, world(capacity=10), lambda n: None)
+    ids = _ids(run)
+    assert ids[:10] == ["plan"] * 10, "the plan's usage is read before the first request"
+    assert ids[10:15] == [None] * 5
+    assert {p.refusal for p in run.placements[10:15]} == {"subscription_unavailable"}
+    assert ids[15:25] == ["plan"] * 10
+    assert sum(p.cost_usd for p in run.placements) == 0
