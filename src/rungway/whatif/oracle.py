@@ -10,10 +10,12 @@ model); one with no fallback at all (`auto/subscription`, a plan-only model) is 
 
 How it decides (`oracle_lp.py`): a linear program. x[i, p] in [0, 1] is the share of
 request i that plan p serves (only plans that serve its model, and only requests whose
-fallback costs something or that have none); per window instance of each plan, the
+fallback costs something or that have none). Per window instance of each plan, the
 requests' weights in the window's unit (tokens, requests, or list-price dollars at the
-plan) times their shares stay within its capacity; a request's shares add up to at most 1;
-and the paid spend, the sum of cost[i] * (1 - sum over p of x[i, p]), is minimised, after
+plan) times their shares stay within its capacity plus its heaviest request: a window
+admits requests while it is not yet full and counts the last one whole, so it may end past
+its capacity (in requests: the capacity rounded up). A request's shares add up to at most
+1. The paid spend, the sum of cost[i] * (1 - sum over p of x[i, p]), is minimised, after
 serving as many plan-only requests as the plans hold. Where every request has one plan and
 every plan one window, the LP falls apart into one fractional knapsack per window instance,
 solved exactly by a greedy (the dearest request per unit of quota first); elsewhere HiGHS
@@ -21,10 +23,12 @@ solves it.
 
 Why it is a lower bound: shares may be fractional, and no real request is split, so the
 integer optimum (and every policy with the same windows) pays at least the LP's optimum.
-That figure is `PolicyRun.bound_usd`. The placements round the shares: each request goes
-where most of it went, to a plan only if it still fits there whole (at most one request
-per binding window instance is split in a greedy answer, a few in an LP one), so the
-placements never overfill a window and their own spend is at or a little above the bound.
+That figure is `PolicyRun.bound_usd`. The capacity plus the heaviest request is looser
+than a window's real rule (by up to one request per window instance: nothing on a month of
+requests, visible on a handful). The placements round the shares: each request goes
+where most of it went, a plan in trace order as long as its windows admit it as a real
+window does, else its fallback. So they are placements a policy could make, and their
+own spend is at or above the bound.
 
 Which windows (`oracle_windows.py`): `fixed` and `midnight` windows are where the provider
 puts them. A `first_use` window starts at the first request after the previous one ended;

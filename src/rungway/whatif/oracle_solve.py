@@ -1,15 +1,18 @@
 """From a trace's menus and plan windows to the oracle's LP, and back to one plan per request.
 
 The bridge between the gateway's terms (requests, choices, windows) and the solver's arrays
-(`oracle_lp.py`). A request becomes an option on a plan only when the plan could save
-something: its fallback costs money, or it has none. A request whose fallback is free
-stays off the plan, where it would only take quota from one that pays.
+(`oracle_lp.py`). A row's capacity in the LP is the window's capacity plus what its last
+admitted request may overdraw (`_overdraw`), as a window admits requests until it is full.
+A request becomes an option on a plan only when the plan could save something: its
+fallback costs money, or it has none. A request whose fallback is free stays off the plan,
+where it would only take quota from one that pays.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -19,11 +22,6 @@ from rungway.whatif.oracle_menu import Choice, Menu
 from rungway.whatif.oracle_windows import instances
 from rungway.whatif.plans import PlanWindow
 from rungway.whatif.trace import Trace
-
-_WHOLE = 1.0 - 1e-9
-"""A share at least this is a whole request (the solver's answers carry rounding)."""
-_SLACK = 1e-9
-"""How far past its capacity a window may look from floating-point sums alone."""
 
 Span = tuple[float, float, int, int]
 """A window instance: start, end, and the slice of its window's counted requests."""
@@ -76,6 +74,7 @@ def solve_trace(trace: Trace, menus: Sequence[Menu], counted: Sequence[Counted])
             request_of.append(index)
             choices.append(choice)
     rows: list[Row] = []
+    limits: list[float] = []
     spans: list[list[Span]] = []
     for window in counted:
         held = np.array(window.requests, dtype=np.int64)
@@ -92,30 +91,48 @@ def solve_trace(trace: Trace, menus: Sequence[Menu], counted: Sequence[Counted])
             part = slice(instance.first, instance.stop)
             taken = options[part] >= 0
             if taken.any():
-                rows.append(Row(options[part][taken], weights[part][taken], window.window.capacity))
+                capacity = window.window.capacity
+                row = Row(options[part][taken], weights[part][taken], capacity)
+                rows.append(replace(row, capacity=capacity + _overdraw(window.window, row)))
+                limits.append(capacity)
             found.append((instance.start, instance.end, instance.first, instance.stop))
         spans.append(found)
     problem = Problem(cost, must, np.array(request_of, dtype=np.int64), rows)
     solution = solve(problem)
     return Solved(
-        _rounded(menus, problem, solution.shares, choices),
+        _rounded(menus, problem, solution.shares, choices, limits),
         spans,
         solution.paid_usd,
         solution.method,
     )
 
 
-def _rounded(
-    menus: Sequence[Menu], problem: Problem, shares: FloatArray, choices: Sequence[Choice]
-) -> dict[int, Choice]:
-    """Each request on the plan holding most of it, if it still fits there whole.
+def _overdraw(window: PlanWindow, row: Row) -> float:
+    """How far past its capacity a window instance's admitted requests may reach.
 
-    Whole shares fit together (the LP kept them within capacity). A split request goes to
-    the plan with its largest share when that is more than is left unserved and every
-    window instance of that plan still has room for it whole; otherwise to its fallback.
-    So the placements never overfill a window, and they pay at least `paid_usd`.
+    A window admits a request while it is not yet full, and the request's whole use counts:
+    the last one admitted may take it past its capacity. Every admitted set therefore
+    weighs less than the capacity plus its heaviest request; in requests, whole counts
+    below the capacity plus one, at most the capacity rounded up."""
+    if window.unit == "requests":
+        return math.ceil(window.capacity) - window.capacity
+    return float(row.weights.max())
+
+
+def _rounded(
+    menus: Sequence[Menu],
+    problem: Problem,
+    shares: FloatArray,
+    choices: Sequence[Choice],
+    limits: Sequence[float],
+) -> dict[int, Choice]:
+    """Each request on the plan holding most of it, if that plan's windows admit it then.
+
+    A request goes to the plan with its largest share when that is more than is left
+    unserved; in trace order, each is admitted as a real window admits it (every window
+    instance counting it not yet at its capacity), else it goes to its fallback. So the
+    placements are ones a policy could make, and they pay at least `paid_usd`.
     """
-    whole = _WHOLE
     best: dict[int, tuple[float, int]] = {}
     for option, (request, share) in enumerate(
         zip(problem.request.tolist(), shares.tolist(), strict=True)
@@ -124,35 +141,21 @@ def _rounded(
         if held is None or share > held[0]:
             best[request] = (share, option)
     served = np.bincount(problem.request, weights=shares, minlength=len(menus))
-    chosen = {option for share, option in best.values() if share >= whole}
-    split = sorted(
-        (
-            (-share, option)
-            for request, (share, option) in best.items()
-            if whole > share > 1.0 - float(served[request])
-        ),
+    wanted = sorted(
+        option
+        for request, (share, option) in best.items()
+        if share > 0 and share > 1.0 - float(served[request])
     )
-    if split:
-        chosen |= _fitting([option for _, option in split], chosen, problem.rows)
-    return {int(problem.request[option]): choices[option] for option in chosen}
-
-
-def _fitting(candidates: list[int], chosen: set[int], rows: Sequence[Row]) -> set[int]:
-    """The candidates, in order, that fit whole into every row beside `chosen`."""
-    room: list[float] = []
     member: dict[int, list[tuple[int, float]]] = {}
-    for index, row in enumerate(rows):
-        used = 0.0
+    for index, row in enumerate(problem.rows):
         for option, weight in zip(row.options.tolist(), row.weights.tolist(), strict=True):
-            if option in chosen:
-                used += weight
             member.setdefault(option, []).append((index, weight))
-        room.append(row.capacity - used)
-    fitted = set()
-    for option in candidates:
+    used = [0.0] * len(problem.rows)
+    plan_of = {}
+    for option in wanted:
         places = member.get(option, [])
-        if all(weight <= room[index] + _SLACK * rows[index].capacity for index, weight in places):
+        if all(used[index] < limits[index] for index, _ in places):
             for index, weight in places:
-                room[index] -= weight
-            fitted.add(option)
-    return fitted
+                used[index] += weight
+            plan_of[int(problem.request[option])] = choices[option]
+    return plan_of
