@@ -36,6 +36,9 @@ the oracle lays them over the requests its plan could serve, as the ladder does 
 back at once after each reset, so it is a bound against every policy with those windows
 and the optimum of that alignment against one that shifts them.
 
+Importing this module without numpy and scipy (the `whatif` extra) raises ImportError
+saying how to install them; `cli` imports it only when the oracle is asked for.
+
 What it leaves out: the ladder's exit cut-off (the oracle fills each window to its
 capacity), how much of an open budget is left (a budget of 0 still closes its rung),
 client keys' budgets, and cooldowns: perfect knowledge needs none of them.
@@ -47,6 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rungway.whatif.oracle_menu import Choice, Menu, menus
+from rungway.whatif.oracle_solve import solve_trace
 from rungway.whatif.outcome import Placement, PolicyRun, WindowUse, World
 from rungway.whatif.plans import PlanWindow
 from rungway.whatif.trace import Trace, TraceRequest
@@ -74,13 +78,7 @@ class Oracle:
     name = "oracle"
 
     def run(self, trace: Trace, world: World, progress: Callable[[int], None]) -> PolicyRun:
-        """Place every request where the least money is paid; `bound_usd` is the LP's optimum.
-
-        Raises ImportError naming the `whatif` extra when numpy and scipy are missing.
-        """
-        # Imported here, so the rest of `rungway whatif` runs without the solver installed.
-        from rungway.whatif.oracle_solve import solve_trace  # noqa: PLC0415
-
+        """Place every request where the least money is paid; `bound_usd` is the LP's optimum."""
         found = menus(trace, world, progress)
         counted = _counted(trace, found, world)
         solved = solve_trace(trace, found, counted)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -358,3 +360,20 @@ def test_the_bound_is_below_every_whole_placement(trace: Trace, windows: list[Pl
     bound = run(trace, world(*fixed, models=(SONNET, HAIKU))).bound_usd
     assert bound is not None
     assert bound <= first_come(trace, fixed) + 1e-6
+
+
+def test_without_the_solver_the_import_names_the_extra() -> None:
+    # A base install has no scipy: importing the oracle says which extra brings it, so the
+    # CLI can pass that on.
+    script = (
+        "import sys\n"
+        "sys.modules['scipy'] = None\n"
+        "try:\n"
+        "    import rungway.whatif.oracle\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "pip install 'rungway[whatif]'" in done.stdout
