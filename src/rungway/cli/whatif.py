@@ -78,8 +78,10 @@ def whatif(
         list[str] | None,
         typer.Option(
             "--window",
-            help="CONN:NAME:LENGTH:CAPACITY:UNIT[:ALIGNMENT], e.g. plan:5h:5h:45:requests;"
-            " repeatable.",
+            help="CONN:NAME:LENGTH:CAPACITY:UNIT[:ALIGNMENT], e.g. plan:5h:5h:45:requests."
+            " LENGTH: seconds or 30m, 5h, 7d; UNIT: tokens, requests or cost (list-price"
+            " USD); ALIGNMENT: first_use (default), fixed, fixed@EPOCH, midnight or midnight@ZONE;"
+            " repeatable, and it replaces the connection's --plan or default.",
         ),
     ] = None,
     policies: Annotated[
