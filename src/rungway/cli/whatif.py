@@ -37,7 +37,14 @@ from rungway.whatif.ledger_trace import LedgerTrace, read_ledger_trace, read_pos
 from rungway.whatif.metrics import RunMetrics, measure
 from rungway.whatif.outcome import Policy, PolicyRun, World
 from rungway.whatif.plans import PlanError
-from rungway.whatif.policies import POLICY_NAMES, AlwaysKey, FallbackOn429, LadderPolicy, TtlCached
+from rungway.whatif.policies import (
+    FALLBACK_COOLDOWN_S,
+    POLICY_NAMES,
+    AlwaysKey,
+    FallbackOn429,
+    LadderPolicy,
+    TtlCached,
+)
 from rungway.whatif.synthetic import PROFILES, generate
 from rungway.whatif.trace import Trace, TraceError
 
@@ -87,6 +94,12 @@ def whatif(
     policies: Annotated[
         str, typer.Option("--policies", help="Comma-separated policies to compare.")
     ] = ",".join(POLICY_NAMES),
+    fallback_cooldown: Annotated[
+        float,
+        typer.Option(
+            "--fallback-cooldown", help="Seconds fallback-429 keeps off a plan after its 429."
+        ),
+    ] = FALLBACK_COOLDOWN_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a plot (.png or .html).")
@@ -94,6 +107,8 @@ def whatif(
 ) -> None:
     """Replay requests against plans and policies, and compare what each would have paid."""
     chosen = _policy_names(policies)
+    if not 0 < fallback_cooldown < math.inf:
+        _fail(f"--fallback-cooldown {fallback_cooldown:g}: give a number of seconds above 0")
     if plot is not None:
         _check_plot(plot)
     _, settings = load_config(config)
@@ -106,7 +121,7 @@ def whatif(
         _fail(str(error))
     world = World(settings, quotas, PriceBook(settings.prices))
     started = time.perf_counter()
-    runs = _replay(trace, world, [_policy(name) for name in chosen])
+    runs = _replay(trace, world, [_policy(name, fallback_cooldown) for name in chosen])
     elapsed = time.perf_counter() - started
     oracle = runs.get("oracle")
     figures = [measure(run, oracle) for run in runs.values()]
@@ -133,7 +148,7 @@ def _policy_names(policies: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _policy(name: str) -> Policy:
+def _policy(name: str, fallback_cooldown: float) -> Policy:
     if name == "oracle":
         try:
             from rungway.whatif.oracle import Oracle  # noqa: PLC0415 - needs the whatif extra
@@ -146,7 +161,7 @@ def _policy(name: str) -> Policy:
     factories: dict[str, Callable[[], Policy]] = {
         "ladder": LadderPolicy,
         "always-key": AlwaysKey,
-        "fallback-429": FallbackOn429,
+        "fallback-429": lambda: FallbackOn429(fallback_cooldown),
         "ttl-180s": TtlCached,
     }
     return factories[name]()

@@ -99,6 +99,7 @@ def test_a_jsonl_trace_and_window_flags_make_a_table(config: Path, tmp_path: Pat
         (["--synthetic", "steady", "--since", "2026-01-01"], "--since and --until"),
         (["--from-ledger", "--since", "yesterday"], "--since yesterday"),
         (["--synthetic", "steady", "--plot", "out.gif"], "out.gif"),
+        (["--synthetic", "steady", "--fallback-cooldown", "0"], "--fallback-cooldown 0"),
     ],
 )
 def test_a_bad_flag_gets_one_line_naming_it(config: Path, args: list[str], named: str) -> None:
@@ -107,6 +108,28 @@ def test_a_bad_flag_gets_one_line_naming_it(config: Path, args: list[str], named
     assert named in stderr
     assert "Traceback" not in stderr + stdout
     assert len(stderr.strip().splitlines()) == 1
+
+
+def test_the_fallback_cooldown_is_a_flag(config: Path) -> None:
+    def lag(seconds: str) -> int:
+        code, stdout, _ = _run(
+            "--config",
+            str(config),
+            "--synthetic",
+            "steady",
+            "--requests",
+            "1500",
+            "--policies",
+            "fallback-429",
+            "--fallback-cooldown",
+            seconds,
+            "--json",
+        )
+        assert code == 0
+        figures = json.loads(stdout)["policies"][0]
+        return int(figures["reentry_lag"]["total_requests"])
+
+    assert lag("3600") > lag("60")
 
 
 def test_a_missing_ledger_is_named(config: Path, tmp_path: Path) -> None:
