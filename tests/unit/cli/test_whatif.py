@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from rungway.cli.main import app
+from rungway.ledger.sqlite import SqliteLedger
+from rungway.protocol.usage import ReportedUsage
 from rungway.whatif.jsonl import write_jsonl
 from rungway.whatif.synthetic import generate
+from tests.records import request_record
 
 CONFIG = """\
 ladder:
@@ -138,3 +142,42 @@ def test_a_missing_ledger_is_named(config: Path, tmp_path: Path) -> None:
     code, _, stderr = _run("--config", str(config), "--from-ledger")
     assert code == 2
     assert f"no ledger at {ledger}" in stderr
+
+
+def test_the_ledger_is_replayed_between_since_and_until(config: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.sqlite3"
+    writer = SqliteLedger(ledger)
+    start = datetime(2026, 11, 2, 9, 0, tzinfo=UTC).timestamp()
+    for minute in range(120):
+        writer.record(
+            request_record(
+                request_id=f"r{minute}",
+                started_at=start + 60 * minute,
+                api="anthropic_messages",
+                requested_model="auto/thrifty",
+                usage=ReportedUsage(3_000, 400, 20_000, 0, 0),
+            )
+        )
+    writer.close()
+    config.write_text(CONFIG + f"ledger: {{path: {ledger}}}\n")
+    code, stdout, stderr = _run(
+        "--config",
+        str(config),
+        "--from-ledger",
+        "--since",
+        "2026-11-02T09:30",
+        "--until",
+        "2026-11-02T10:30",
+        "--window",
+        "plan:5h:5h:20:requests",
+        "--policies",
+        "ladder,always-key",
+        "--json",
+    )
+    assert code == 0, stderr
+    payload = json.loads(stdout)
+    assert payload["trace"]["requests"] == 60
+    assert payload["trace"]["source"] == f"ledger {ledger}"
+    ladder = payload["policies"][0]
+    assert ladder["per_rung"] == {"subscription": 20, "cheap": 40}
+    assert ladder["paid_usd"] < payload["policies"][1]["paid_usd"]
