@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from rungway.whatif.outcome import PolicyRun, WindowUse
 from rungway.whatif.plans import PlanQuota, PlanWindow
@@ -90,18 +90,17 @@ def write_plot(
     _spend_panel(axes[0], runs, times)
     for ax, (connection_id, name) in zip(axes[1:], windows, strict=True):
         window = _window(plans, connection_id, name)
-        for run in runs:
+        for position, run in enumerate(runs):
             uses = [
                 u for u in run.window_use if (u.connection_id, u.window) == (connection_id, name)
             ]
             if uses:
-                _window_course(ax, run, uses, trace, window)
+                _window_course(ax, run, uses, trace, window=window, position=position)
         ax.axhline(100, color="#555555", linewidth=0.8, linestyle="--")
         ax.set_ylabel("% used")
         ax.set_title(f"{connection_id}: {name} window", loc="left", fontsize=10)
         ax.legend(loc="upper left", fontsize=8)
-    axes[-1].xaxis_date(UTC)
-    axes[-1].set_xlabel("time (UTC)")
+    _time_axis(axes[-1], trace)
     suffix = path.suffix.lower()
     if suffix == ".png":
         figure.savefig(path, format="png", dpi=110)
@@ -110,6 +109,22 @@ def write_plot(
     # No metadata: the page holds nothing but the drawing (and no link to a schema).
     figure.savefig(svg, format="svg", metadata=_NO_METADATA)
     path.write_text(_page(svg.getvalue(), runs, trace), encoding="utf-8")
+
+
+def _time_axis(ax: Axes, trace: Trace) -> None:
+    """Dates in UTC, labelled as briefly as the span allows, over the trace's own span: a
+    window that resets a week after the last request must not squeeze the requests."""
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: PLC0415
+
+    # matplotlib's own hints leave these two constructors untyped.
+    locator = AutoDateLocator(tz=UTC)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
+    ax.set_xlabel("time (UTC)")
+    if trace:
+        first, last = _day(trace[0].at), _day(trace[-1].at)
+        margin = max((last - first) * 0.02, 1 / 1_440)
+        ax.set_xlim(first - margin, last + margin)
 
 
 def _spend_panel(ax: Axes, runs: Sequence[PolicyRun], times: Sequence[float]) -> None:
@@ -125,7 +140,7 @@ def _spend_panel(ax: Axes, runs: Sequence[PolicyRun], times: Sequence[float]) ->
             label=f"{run.policy}: ${total:,.2f}",
             color=_colour(run.policy, position),
             drawstyle="steps-post",
-            linewidth=1.4,
+            **_stroke(run.policy),
         )
     ax.set_ylabel("paid (US$)")
     ax.set_title("cumulative paid spend per policy", loc="left", fontsize=10)
@@ -134,10 +149,16 @@ def _spend_panel(ax: Axes, runs: Sequence[PolicyRun], times: Sequence[float]) ->
 
 
 def _window_course(
-    ax: Axes, run: PolicyRun, uses: Sequence[WindowUse], trace: Trace, window: PlanWindow | None
+    ax: Axes,
+    run: PolicyRun,
+    uses: Sequence[WindowUse],
+    trace: Trace,
+    *,
+    window: PlanWindow | None,
+    position: int,
 ) -> None:
     """The fill of each instance of one window under one policy, and its resets."""
-    colour = _colour(run.policy, 0)
+    colour = _colour(run.policy, position)
     xs: list[float] = []
     ys: list[float] = []
     ordered = sorted(uses, key=lambda use: use.start)
@@ -169,7 +190,12 @@ def _window_course(
         ys.append(math.nan)
     thinned_x, thinned_y = _thinned(xs, ys, keep_gaps=True)
     ax.plot(
-        thinned_x, thinned_y, color=colour, linewidth=1.0, drawstyle="steps-post", label=run.policy
+        thinned_x,
+        thinned_y,
+        color=colour,
+        drawstyle="steps-post",
+        label=run.policy,
+        **_stroke(run.policy),
     )
     resets = [_day(use.end) for use in ordered]
     ax.plot(resets, [0.0] * len(resets), linestyle="none", marker="|", markersize=9, color=colour)
@@ -219,6 +245,14 @@ def _day(at: float) -> float:
 
 def _when(at: float) -> str:
     return f"{datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M}"
+
+
+def _stroke(policy: str) -> dict[str, Any]:
+    """The ladder wide and solid, the others thinner and dashed over it, so a policy that
+    placed requests exactly as the ladder did still shows."""
+    if policy == "ladder":
+        return {"linewidth": 2.6, "linestyle": "-", "zorder": 2}
+    return {"linewidth": 1.2, "linestyle": "--" if policy == "oracle" else "-.", "zorder": 3}
 
 
 def _colour(policy: str, position: int) -> str:
