@@ -3,9 +3,10 @@
 The problem is given as arrays, with nothing of the gateway in it, so it can be tested
 against hand-solved cases and the two solvers against each other:
 
-- an *option* is one way to put one request on one plan: `request[o]`, `plan[o]`;
+- an *option* is one way to put one request on one plan; `request[o]` is its request;
 - a *row* is one window instance of one plan: the options it holds, each with its weight
-  in the window's unit, and the window's capacity;
+  in the window's unit, and the most they may weigh together (`oracle_solve` gives the
+  window's capacity plus what its last admitted request may overdraw);
 - `cost[r]` is what request r pays when no plan takes it (its cheapest paid alternative),
   and `must[r]` marks a request with no paid alternative at all (a plan-only model or
   `auto/subscription`), which is refused when no plan takes it.
@@ -22,7 +23,7 @@ The LP, with x[o] in [0, 1] the share of request[o] served by plan[o]:
 
 Stage 1 makes the oracle serve every plan-only request the plans can hold before it saves
 a cent, as a user expects of the best use of a plan: it never refuses a request to keep
-quota for a cheaper-to-serve one.
+quota for one that would otherwise pay.
 
 The optimum of the relaxation is a lower bound on the paid spend of every integer
 assignment that keeps the same windows (a request is not split across connections in
