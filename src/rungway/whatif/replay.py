@@ -25,6 +25,7 @@ Decided where the issue is silent:
 - The usage poller's background polls are not replayed. A fail-closed `auto/subscription`
   request that finds a plan without a fresh reading (the poller's own rule) gets the
   reading the plan's usage endpoint would give: its windows now.
+- A client key's requests-per-minute limit is not replayed: a trace holds what was sent.
 - What a request needs of a model is read from a minimal body of its API: a trace records
   no images, tools or response schema, and its prompt's size skips no model for its
   context window.
