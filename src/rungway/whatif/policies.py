@@ -8,16 +8,18 @@ simulated quota) with one thing changed:
   ladder gives (the cheapest paid one, or the operator's key for a named model).
 - `fallback-429`: reads no quota headers; the plan is tried first until it answers 429,
   then rests for a fixed cooldown (`FALLBACK_COOLDOWN_S`, 300 s by default) and requests
-  go up the ladder meanwhile. The common gateway behaviour.
+  go up the ladder meanwhile. The common gateway behaviour. Knowing no quota, it takes a
+  plan as usable until it refuses, `auto/subscription` requests too.
 - `ttl-180s`: the board reads every answer, but the ladder sees it through a reading
-  cached for 180 s: a plan judged spent stays benched until the cache expires, and one
-  judged usable is tried (and refuses) until then.
+  cached for 180 s: a plan judged spent (a window exhausted, or resting) stays benched
+  until the cache expires, even past its reset, and one judged usable is tried (and
+  refuses) until then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
+from dataclasses import replace
 
 from rungway.engine.planning import Route
 from rungway.protocol.failures import Failure, FailureClass
@@ -93,16 +95,25 @@ class AlwaysKey:
 
 
 class _FixedCooldowns:
-    """Knows only the fixed cooldown each plan gets after a 429; reads no quota."""
+    """Knows only the fixed cooldown each plan gets after a 429; reads no quota, so it
+    takes a plan as usable (even to a fail-closed request) until the plan refuses."""
 
     def __init__(self, cooldown_s: float, plans: frozenset[str]) -> None:
         self._cooldown_s = cooldown_s
         self._plans = plans
-        self._states: dict[str, ConnectionState] = {}
+        self._until: dict[str, float] = {}
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
-        """Each plan resting after its last 429, while it rests."""
-        return MappingProxyType(self._states)
+        """Each plan as usable, or resting after its last 429 while it rests."""
+        assumed = (QuotaWindow("assumed", 0.0, None, now),)
+        states = {}
+        for plan in self._plans:
+            until = self._until.get(plan)
+            if until is not None and until > now:
+                states[plan] = ConnectionState(assumed, cooldown_until=until, cooldown_reason="429")
+            else:
+                states[plan] = ConnectionState(assumed)
+        return states
 
     def observe(self, connection_id: str, windows: Iterable[QuotaWindow], now: float) -> None:
         """Quota headers are not read."""
@@ -118,10 +129,7 @@ class _FixedCooldowns:
             FailureClass.QUOTA_EXHAUSTED,
             FailureClass.RATE_LIMITED,
         ):
-            until = now + self._cooldown_s
-            self._states[connection_id] = ConnectionState(
-                cooldown_until=until, cooldown_reason="429"
-            )
+            self._until[connection_id] = now + self._cooldown_s
 
     def succeeded(self, connection_id: str) -> None:
         """A good answer changes nothing."""
@@ -149,20 +157,27 @@ class _CachedReading:
         self._board = board
         self._ttl_s = ttl_s
         self._read_at = float("-inf")
-        self._states: Mapping[str, ConnectionState] = MappingProxyType({})
+        self._states: dict[str, ConnectionState] = {}
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
-        """The cached verdict: a connection unusable when read rests until the cache expires."""
+        """The cached reading: a connection unusable when read rests until it expires; one
+        never read yet is read as soon as the board has it."""
+        board = self._board.connection_states(now)
         if now - self._read_at >= self._ttl_s:
             self._read_at = now
-            until = now + self._ttl_s
-            self._states = MappingProxyType(
-                {
-                    connection_id: ConnectionState(cooldown_until=until, cooldown_reason="cached")
-                    for connection_id, state in self._board.connection_states(now).items()
-                    if _unusable(state, now)
-                }
-            )
+            self._states = {}
+        if len(self._states) < len(board):
+            until = self._read_at + self._ttl_s
+            for connection_id, state in board.items():
+                if connection_id in self._states:
+                    continue
+                # The cache holds the board as read now: its readings are as old as it is.
+                read = replace(
+                    state, windows=tuple(replace(w, checked_at=now) for w in state.windows)
+                )
+                if _unusable(state, now):
+                    read = replace(read, cooldown_until=until, cooldown_reason="cached")
+                self._states[connection_id] = read
         return self._states
 
 

@@ -121,3 +121,16 @@ def test_every_ingress_api_is_replayed_alike(api: str) -> None:
     )
     ids = _ids(LadderPolicy().run(trace, world(capacity=10), lambda n: None))
     assert ids == ["plan"] * 10 + ["cheap"] * 5
+
+
+def test_the_baselines_serve_auto_subscription_from_the_plan_too() -> None:
+    trace = steady(int(11 * HOUR / 70), 70, model="auto/subscription")
+    spec = world(capacity=10)
+    for policy in (FallbackOn429(), TtlCached()):
+        run = policy.run(trace, spec, lambda n: None)
+        ids = _ids(run)
+        assert ids[:10] == ["plan"] * 10, policy.name
+        assert set(ids) == {"plan", None}, policy.name
+        assert sum(p.cost_usd for p in run.placements) == 0
+        assert ids.count("plan") == 30, f"{policy.name} comes back after each reset"
+        assert measure(run).max_lag_requests > 0, f"{policy.name} comes back late"
