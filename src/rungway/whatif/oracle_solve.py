@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as missing:  # pragma: no cover - the base install has no solver
+    raise ImportError(
+        "the what-if oracle needs numpy and scipy, which the base install leaves out: "
+        "pip install 'rungway[whatif]'"
+    ) from missing
 
 from rungway.whatif.oracle_lp import FloatArray, Problem, Row, solve
 from rungway.whatif.oracle_menu import Choice, Menu
