@@ -24,10 +24,9 @@ from rungway.adapters.base import EventKind, StreamWatcher
 from rungway.credentials.redaction import redact_bytes
 from rungway.engine.transport import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol.errors import StreamErrorEvent
-from rungway.protocol.failures import Failure, FailureClass
+from rungway.protocol.failures import MALFORMED, Failure, FailureClass, UnreadableUpstream
 from rungway.protocol.sse import SseEvent, SseSplitter
 from rungway.protocol.usage import ReportedUsage
-from rungway.translate.codec import UnreadableUpstream
 
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
@@ -109,11 +108,11 @@ class StreamRelay:
             if not chunk:
                 return Failure(FailureClass.NETWORK, "the stream ended before any content")
             for event in self._splitter.feed(chunk):
-                kind = self._watcher.see(event)
-                if kind is EventKind.ERROR and not committed:
-                    return self._watcher.failure
-                committed = committed or kind is EventKind.CONTENT
                 try:
+                    kind = self._see(event)
+                    if kind is EventKind.ERROR and not committed:
+                        return self._watcher.failure
+                    committed = committed or kind is EventKind.CONTENT
                     self._pending.append(self._client_bytes(event, kind))
                 except UnreadableUpstream as error:
                     # Nothing has reached the client: the next candidate may serve it.
@@ -186,7 +185,7 @@ class StreamRelay:
         outcome when that is not the failure's own kind, or None to go on."""
         try:
             for event in self._splitter.feed(chunk):
-                out.append(self._client_bytes(event, self._watcher.see(event)))
+                out.append(self._client_bytes(event, self._see(event)))
         except UnreadableUpstream as error:
             return _unreadable_failure(error), None
         except Exception as error:
@@ -196,6 +195,14 @@ class StreamRelay:
             message = f"the gateway failed while relaying the stream ({type(error).__name__})"
             return Failure(FailureClass.SERVER, message), "gateway_error"
         return None
+
+    def _see(self, event: SseEvent) -> EventKind:
+        """The watcher's reading of `event`; raise UnreadableUpstream when the event is not
+        one its API allows (the watcher parses what the upstream sent, as it came)."""
+        try:
+            return self._watcher.see(event)
+        except MALFORMED as error:
+            raise UnreadableUpstream(f"{type(error).__name__}: {error}") from error
 
     def _client_bytes(self, event: SseEvent, kind: EventKind) -> bytes:
         if self._translate is not None:

@@ -17,15 +17,12 @@ from typing import Any
 import orjson
 
 from rungway.protocol.api import Api
+from rungway.protocol.failures import MALFORMED, UnreadableUpstream
 from rungway.protocol.sse import SseEvent
 from rungway.translate.canonical import Started
-from rungway.translate.codec import Codec, StreamReader, StreamWriter, UnreadableUpstream
+from rungway.translate.codec import Codec, StreamReader, StreamWriter
 
 CodecFor = Callable[[Api], Codec]
-
-_MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError)
-"""What a reader raises on a body whose shape its API does not allow: readers take the
-upstream's JSON as it came, and an upstream is hostile until checked."""
 
 
 class Translation:
@@ -55,7 +52,7 @@ class Translation:
         it is not a reply of its API."""
         try:
             read = self._codec_for(api).read_reply(upstream, self.request)
-        except _MALFORMED as error:
+        except MALFORMED as error:
             raise UnreadableUpstream(_unreadable(error)) from error
         if not read.created:
             # Some APIs say when a reply was made and others do not: the gateway's clock
@@ -85,7 +82,7 @@ class StreamTranslator:
         raise UnreadableUpstream when the event is not one of its API."""
         try:
             events = self._reader.read(event)
-        except _MALFORMED as error:
+        except MALFORMED as error:
             raise UnreadableUpstream(_unreadable(error)) from error
         out = []
         for read in events:

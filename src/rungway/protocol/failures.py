@@ -22,6 +22,16 @@ class FailureClass(StrEnum):
     BAD_REQUEST = "bad_request"
 
 
+class UnreadableUpstream(ValueError):
+    """An upstream's reply or stream event that the gateway cannot read: the upstream sent
+    something its API does not allow, whatever the reading tripped on."""
+
+
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+"""What reading an upstream's JSON raises when its shape is not what its API allows:
+readers take the upstream's JSON as it came, and an upstream is hostile until checked."""
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     """One failed attempt: its class, the upstream's status and message, and any wait hint.

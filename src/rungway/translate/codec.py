@@ -18,11 +18,6 @@ from rungway.protocol.sse import SseEvent
 from rungway.translate.canonical import Event, Reply, Request
 
 
-class UnreadableUpstream(ValueError):
-    """An upstream's reply or stream event that its codec cannot read: the upstream sent
-    something its API does not allow, whatever the reader tripped on."""
-
-
 class StreamReader(Protocol):
     """Turns one upstream stream's SSE events, in order, into canonical events."""
 

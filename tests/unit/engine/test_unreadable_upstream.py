@@ -1,7 +1,7 @@
-"""An upstream whose reply or stream its API does not allow, on a translated route.
+"""An upstream whose reply or stream event its API does not allow.
 
-The codec reading it trips on whatever shape came. That is the upstream's fault, not the
-gateway's: before anything reaches the client the request falls through to the next
+The watcher, or on a translated route the codec, reading it trips on whatever shape came.
+That is the upstream's fault, not the gateway's: before anything reaches the client the request falls through to the next
 connection, and after, the stream ends with the client API's error event, recorded once,
 with no hold left open.
 """
@@ -9,10 +9,12 @@ with no hold left open.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import orjson
 
 from rungway.engine.call import Reply
+from rungway.protocol.api import Api
 from rungway.protocol.asgi import Receive, Scope, Send
 from tests.unit.engine.world import (
     chat_call,
@@ -116,3 +118,37 @@ def test_a_stream_unreadable_after_its_content_ends_with_an_error_event() -> Non
     assert (row.connection_id, row.outcome) == ("a", "server")
     assert gateway.nothing_held()
     assert len(gateway.budget.settled) == 1
+
+
+NOT_JSON = b"event: message_delta\ndata: {not json\n\n"
+END = _event(
+    "message_delta",
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": USAGE},
+) + _event("message_stop", {"type": "message_stop"})
+
+
+def test_a_stream_event_that_is_not_json_falls_through_on_the_same_api() -> None:
+    # The watcher, not a translator, meets it: an Anthropic client on an Anthropic route.
+    gateway = gateway_of(
+        a=_stream_of(START + OPEN, NOT_JSON), b=_stream_of(START + OPEN + TEXT + END)
+    )
+    plan = plan_with(
+        openai_route("a", "anthropic-compatible"), openai_route("b", "anthropic-compatible")
+    )
+    call = dataclasses.replace(
+        chat_call(stream=True),
+        api=Api.ANTHROPIC_MESSAGES,
+        body={"model": "gpt-4o-mini", "max_tokens": 64, "stream": True, "messages": []},
+    )
+
+    async def run() -> bytes:
+        return await read_stream(await gateway.engine.complete(call, plan))
+
+    body = asyncio.run(run())
+    assert b'"text":"Hi"' in body
+    [row] = gateway.ledger.rows
+    assert row.connection_id == "b"
+    [attempt] = row.attempts
+    assert (attempt.connection_id, attempt.outcome) == ("a", "server")
+    assert "stream cannot be read" in attempt.detail
+    assert gateway.nothing_held()
