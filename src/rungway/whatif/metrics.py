@@ -1,8 +1,9 @@
 """What a policy's run comes to: spend, plan use, rungs, re-entry lag, flaps and refusals.
 
 Everything is read from a `PolicyRun` alone (its placements, its arrival times and its plan
-windows' instances); the ratio to the oracle takes the oracle's run too. The plan
-connections are those with window instances in the run.
+windows' instances); the ratio to the oracle takes the oracle's run too, and divides by
+its proven lower bound (`bound_usd`) when it has one, else by what its placements paid. The
+plan connections are those with window instances in the run.
 
 - Re-entry lag: at each reset of a plan window (an instance's end) that found the policy
   off that plan (the last request before it went elsewhere), the requests and the
@@ -138,6 +139,13 @@ def ratio(paid: float, oracle_paid: float) -> float:
     return paid / oracle_paid
 
 
+def _oracle_paid(oracle: PolicyRun) -> float:
+    """The least paid spend the oracle proves: its bound, else its placements' spend."""
+    if oracle.bound_usd is not None:
+        return oracle.bound_usd
+    return math.fsum(p.cost_usd for p in oracle.placements)
+
+
 def measure(run: PolicyRun, oracle: PolicyRun | None = None) -> RunMetrics:
     """The figures of `run`, and its paid spend over the oracle's when `oracle` is given."""
     placements = run.placements
@@ -151,7 +159,7 @@ def measure(run: PolicyRun, oracle: PolicyRun | None = None) -> RunMetrics:
             continue
         per_connection[placement.connection_id] += 1
         per_rung[Rung(placement.rung).label if placement.rung is not None else "named"] += 1
-    oracle_paid = None if oracle is None else math.fsum(p.cost_usd for p in oracle.placements)
+    oracle_paid = None if oracle is None else _oracle_paid(oracle)
     return RunMetrics(
         policy=run.policy,
         requests=len(placements),

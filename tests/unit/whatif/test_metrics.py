@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from rungway.whatif.metrics import measure, ratio
@@ -64,3 +65,10 @@ def test_the_ratio_to_the_oracle() -> None:
     assert math.isinf(ratio(1.0, 0.0))
     assert figures.to_json()["ratio_to_oracle"] == 2.0
     assert measure(_run("c", [5.0]), _run("p", [5.0])).to_json()["ratio_to_oracle"] is None
+
+
+def test_the_ratio_divides_by_the_oracles_proven_bound() -> None:
+    # Its placements paid $1; its linear program proved $0.50 the least any placement pays.
+    oracle = dataclasses.replace(_run("pppc", [10.0], name="oracle"), bound_usd=0.5)
+    assert measure(_run("ppcc", [10.0]), oracle).ratio_to_oracle == 4.0
+    assert measure(oracle, oracle).ratio_to_oracle == 2.0
