@@ -29,6 +29,10 @@ _SHAPES = re.compile(
     r"|\bgh[opusr]_[A-Za-z0-9]{12,}"
     r"|\bgithub_pat_[A-Za-z0-9_]{12,}"
     r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"
+    # Google: an API key, an OAuth access token and a refresh token.
+    r"|\bAIza[A-Za-z0-9_-]{30,}"
+    r"|\bya29\.[A-Za-z0-9_.-]{12,}"
+    r"|(?<![A-Za-z0-9/])1//[A-Za-z0-9_-]{20,}"
 )
 
 _FORMATTER = logging.Formatter()

@@ -33,6 +33,22 @@ def test_known_values_and_credential_shapes_are_masked() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "AIzaSyD-abcdefghijklmnopqrstuvwxyz01234",
+        "ya29.a0AfB_byC-abcdefghijklmnop",
+        "1//0gAbCdEfGhIjKlMnOpQrStUvWxYz",
+    ],
+    ids=["api-key", "access-token", "refresh-token"],
+)
+def test_google_credential_shapes_are_masked(secret: str) -> None:
+    echoed = f'{{"error":{{"message":"API key not valid: {secret}","status":"INVALID"}}}}'
+    masked = redact(echoed)
+    assert secret not in masked
+    assert masked == echoed.replace(secret, MASK)
+
+
 def test_short_values_are_not_masked_by_value() -> None:
     add_secrets(["abc"])
     assert redact("abc abc") == "abc abc"
