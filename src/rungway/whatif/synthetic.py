@@ -9,11 +9,11 @@ the same (`Shape`):
   every 2.4 minutes (some 200 a day) at random, with no idle spells. No window of a
   `claude-max-5x` plan binds.
 - `bursty`: sessions of rapid agent turns, some 6 s apart, with idle gaps of about two
-  hours between them; Monday to Friday, 09:00 to 19:00, some 250 requests a day. A busy
+  hours between them; Monday to Friday, 09:00 to 19:00, some 300 requests a day. A busy
   afternoon can fill a 5-hour window; the week's total stays under `claude-max-5x`'s 7-day
   capacity.
 - `weekly-cap`: heavy use every day, 08:00 to 22:00, about 40 requests an hour in sessions
-  15 s a turn apart with short breaks: some 560 a day, so a `claude-max-5x` plan's 7-day
+  15 s a turn apart with short breaks: nearly 600 a day, so a `claude-max-5x` plan's 7-day
   window fills around its fourth day, days before it resets.
 
 A turn's tokens follow how coding agents use a prompt cache: the session's context (the
