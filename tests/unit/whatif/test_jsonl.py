@@ -3,11 +3,15 @@ file is named by its line and field."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rungway.protocol.api import Api
 from rungway.whatif.jsonl import read_jsonl, write_jsonl
 from rungway.whatif.trace import TraceError, TraceRequest
 
@@ -57,6 +61,37 @@ def test_a_written_trace_reads_back_the_same(tmp_path: Path) -> None:
     }
     assert orjson.loads(lines[1])["stream"] is True
     assert orjson.loads(lines[2])["client_key"] == ""
+
+
+_COUNT = st.integers(min_value=0, max_value=2**53)
+
+
+@st.composite
+def _requests(draw: st.DrawFn) -> TraceRequest:
+    output = draw(_COUNT)
+    return TraceRequest(
+        at=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
+        model=draw(st.text(min_size=1)),
+        api=draw(st.sampled_from([api.value for api in Api])),
+        input_tokens=draw(_COUNT),
+        output_tokens=output,
+        cache_read_tokens=draw(_COUNT),
+        cache_write_tokens=draw(_COUNT),
+        reasoning_tokens=draw(st.integers(min_value=0, max_value=output)),
+        stream=draw(st.booleans()),
+        client_key=draw(st.none() | st.text()),
+    )
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(_requests(), max_size=20))
+def test_any_trace_reads_back_as_written_in_time_order(requests: list[TraceRequest]) -> None:
+    trace = tuple(sorted(requests, key=lambda request: request.at))
+    # A folder of its own per example: hypothesis runs them all in one test's tmp_path.
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.jsonl"
+        write_jsonl(requests, path)
+        assert read_jsonl(path) == trace
 
 
 def test_missing_optional_fields_take_their_defaults_and_blank_lines_are_skipped(
