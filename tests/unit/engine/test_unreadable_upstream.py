@@ -1,9 +1,9 @@
 """An upstream whose reply or stream event its API does not allow.
 
-The watcher, or on a translated route the codec, reading it trips on whatever shape came.
-That is the upstream's fault, not the gateway's: before anything reaches the client the request falls through to the next
-connection, and after, the stream ends with the client API's error event, recorded once,
-with no hold left open.
+The watcher, or on a translated route the codec, trips on whatever shape came. That is the
+upstream's fault, not the gateway's: before anything reaches the client the request falls
+through to the next connection, and after, the stream ends with the client API's error
+event, recorded once, with no hold left open.
 """
 
 from __future__ import annotations
