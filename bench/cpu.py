@@ -1,0 +1,188 @@
+"""Gateway CPU time per request: what one core can serve, independent of the machine's load.
+
+Wall-clock throughput on a shared machine moves with everything else running on it; the
+CPU time the gateway process itself spends does much less. This starts the simulated
+upstreams and `rungway serve` as in `bench/overhead.py`, then for each case sends a fixed
+number of requests through the gateway and reads the gateway's CPU time (user plus
+system, every thread, from the operating system) before and after:
+
+- OpenAI Chat and Anthropic Messages, each to its own API's upstream (native), and
+  Anthropic Messages served by the OpenAI-compatible upstream (translated both ways);
+- JSON, and streams of `--chunks` content chunks (20 by default) plus the usage chunk;
+- budgets off (unpriced models, nothing held), then on (priced models under rung and
+  client-key budgets: every request reserves, is journaled and settles).
+
+CPU per request is the gateway's CPU time over the requests sent, the ledger writer's
+share included (the run waits for it to drain). 1 / (CPU per request) is the throughput
+one core could give if nothing else ran on it.
+
+    python bench/cpu.py [--requests 3000] [--concurrency 16] [--chunks 20] [--quiet]
+                        [--json-out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psutil
+import uvloop
+import yaml
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import overhead  # noqa: E402 - a sibling script, not a package
+
+WARM_UP = 300
+
+
+def _scenario(folder: Path, name: str, chunks: int) -> Path:
+    """The bench scenario `name`, rewritten to stream `chunks` content chunks."""
+    scenario = yaml.safe_load((HERE / "scenarios" / name).read_text())
+    response = scenario.setdefault("response", {})
+    response["output_tokens"] = chunks * int(response.get("chunk_tokens", 4))
+    path = folder / name
+    path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+async def _send(url: str, body: bytes, headers: dict[str, str], total: int, width: int) -> None:
+    """`total` requests at `width` concurrent, each answer read whole."""
+    connector = aiohttp.TCPConnector(limit=width)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        remaining = total
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                async with session.post(url, data=body, headers=headers) as response:
+                    await response.read()
+                    if response.status != 200:
+                        raise RuntimeError(f"{url}: HTTP {response.status}")
+
+        await asyncio.gather(*(worker() for _ in range(width)))
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def _run_gateway(
+    folder: Path, upstreams: dict[str, str], budgets: bool, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with overhead._processes() as running:
+        port = overhead._free_port()
+        config = overhead._gateway_config(folder, upstreams, port, budgets)
+        gateway = overhead._spawn(
+            ["serve", "--config", str(config), *(["--quiet"] if args.quiet else [])]
+        )
+        running.append(gateway)
+        gateway_url = f"http://127.0.0.1:{port}"
+        overhead._wait_http(f"{gateway_url}/healthz", gateway)
+        process = psutil.Process(gateway.pid)
+        for stream in (False, True):
+            for case in overhead._cases(upstreams, gateway_url, stream, budgets, True):
+                url, body, headers = case.gateway_url, case.body, case.gateway_headers
+                asyncio.run(_send(url, body, headers, WARM_UP, args.concurrency))
+                time.sleep(0.5)
+                cpu_before = _cpu_seconds(process)
+                started = time.perf_counter()
+                asyncio.run(_send(url, body, headers, args.requests, args.concurrency))
+                elapsed = time.perf_counter() - started
+                # The ledger writer batches rows: count its share of these requests too.
+                time.sleep(0.5)
+                cpu = _cpu_seconds(process) - cpu_before
+                row = {
+                    "api": case.name,
+                    "stream": stream,
+                    "budgets": budgets,
+                    "requests": args.requests,
+                    "cpu_ms_per_request": cpu * 1000 / args.requests,
+                    "one_core_rps": args.requests / cpu if cpu else None,
+                    "wall_rps": args.requests / elapsed,
+                }
+                rows.append(row)
+                print(_format(row), flush=True)
+    return rows
+
+
+def _format(row: dict[str, Any]) -> str:
+    mode = "stream" if row["stream"] else "json"
+    return (
+        f"| {row['api']} | {mode} | {'on' if row['budgets'] else 'off'} "
+        f"| {row['cpu_ms_per_request']:.3f} | {row['one_core_rps']:,.0f} "
+        f"| {row['wall_rps']:,.0f} |"
+    )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every case with budgets off, then on; return the figures."""
+    rows: list[dict[str, Any]] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="rungway-cpu-") as tmp,
+        overhead._processes() as running,
+    ):
+        folder = Path(tmp)
+        upstreams: dict[str, str] = {}
+        for api in overhead.APIS:
+            port = overhead._free_port()
+            scenario = _scenario(folder, api.scenario, args.chunks)
+            process = overhead._spawn(
+                ["sim-upstream", "--scenario", str(scenario), "--port", str(port)]
+            )
+            running.append(process)
+            upstreams[api.name] = f"http://127.0.0.1:{port}"
+            overhead._wait_http(f"{upstreams[api.name]}/_sim/state", process)
+        for budgets in (False, True):
+            gateway_folder = folder / ("budgets" if budgets else "plain")
+            gateway_folder.mkdir()
+            rows.extend(_run_gateway(gateway_folder, upstreams, budgets, args))
+    return {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "executable": sys.executable,
+        "concurrency": args.concurrency,
+        "chunks": args.chunks,
+        "access_lines": not args.quiet,
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    """Parse arguments, run, print a markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=3000, help="requests counted per case")
+    parser.add_argument("--concurrency", type=int, default=16, help="requests in flight")
+    parser.add_argument("--chunks", type=int, default=20, help="content chunks per stream")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="serve with --quiet: no access line per request (the default writes them)",
+    )
+    parser.add_argument("--json-out", type=Path, help="also write the figures as JSON")
+    args = parser.parse_args()
+    uvloop.install()
+    print(
+        f"python: {sys.executable} ({platform.python_version()}); {args.requests} requests "
+        f"per case at concurrency {args.concurrency}; streams of {args.chunks} chunks"
+    )
+    print("| api | mode | budgets | CPU ms / request | one core, requests/s | wall requests/s |")
+    print("|---|---|---|---|---|---|")
+    results = run(args)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
