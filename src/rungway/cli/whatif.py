@@ -92,8 +92,13 @@ def whatif(
         ),
     ] = None,
     policies: Annotated[
-        str, typer.Option("--policies", help="Comma-separated policies to compare.")
-    ] = ",".join(POLICY_NAMES),
+        str | None,
+        typer.Option(
+            "--policies",
+            help=f"Comma-separated policies to compare (default: {','.join(POLICY_NAMES)};"
+            " the oracle only with the whatif extra installed).",
+        ),
+    ] = None,
     fallback_cooldown: Annotated[
         float,
         typer.Option(
@@ -106,7 +111,8 @@ def whatif(
     ] = None,
 ) -> None:
     """Replay requests against plans and policies, and compare what each would have paid."""
-    chosen = _policy_names(policies)
+    chosen = _policy_names(policies) if policies is not None else list(POLICY_NAMES)
+    left_out = _without_solver(chosen) if policies is None else []
     if not 0 < fallback_cooldown < math.inf:
         _fail(f"--fallback-cooldown {fallback_cooldown:g}: give a number of seconds above 0")
     if plot is not None:
@@ -119,6 +125,7 @@ def whatif(
         quotas, notes = plan_quotas(settings, build_roster(settings), plan or (), window or ())
     except (FlagError, PlanError) as error:
         _fail(str(error))
+    notes = [*notes, *left_out]
     world = World(settings, quotas, PriceBook(settings.prices))
     started = time.perf_counter()
     runs = _replay(trace, world, [_policy(name, fallback_cooldown) for name in chosen])
@@ -146,6 +153,17 @@ def _policy_names(policies: str) -> list[str]:
     if unknown or not names:
         _fail(f"--policies {policies}: choose from {', '.join(POLICY_NAMES)}")
     return list(dict.fromkeys(names))
+
+
+def _without_solver(chosen: list[str]) -> list[str]:
+    """Drop the oracle from the default policies when its solver is not installed; the
+    note that says so, or nothing."""
+    try:
+        import rungway.whatif.oracle  # noqa: F401, PLC0415 - needs the whatif extra
+    except ImportError:
+        chosen.remove("oracle")
+        return ["the oracle is left out: its solver needs pip install 'rungway[whatif]'"]
+    return []
 
 
 def _policy(name: str, fallback_cooldown: float) -> Policy:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -181,3 +184,45 @@ def test_the_ledger_is_replayed_between_since_and_until(config: Path, tmp_path: 
     ladder = payload["policies"][0]
     assert ladder["per_rung"] == {"subscription": 20, "cheap": 40}
     assert ladder["paid_usd"] < payload["policies"][1]["paid_usd"]
+
+
+# The command in a process of its own whose solver packages cannot be imported, as after a
+# bare `pip install rungway`.
+_WITHOUT_SOLVER = """
+import sys
+sys.modules["numpy"] = sys.modules["scipy"] = None
+from rungway.cli.main import main
+sys.argv = ["rungway", "whatif", *sys.argv[1:]]
+main()
+"""
+
+
+def _bare(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_SOLVER, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_without_the_solver_the_default_policies_leave_the_oracle_out(config: Path) -> None:
+    done = _bare("--config", str(config), "--synthetic", "steady", "--requests", "200", "--json")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert [figure["policy"] for figure in payload["policies"]] == [
+        "ladder",
+        "always-key",
+        "fallback-429",
+        "ttl-180s",
+    ]
+    assert any("pip install 'rungway[whatif]'" in note for note in payload["notes"])
+
+
+def test_without_the_solver_an_oracle_asked_for_is_one_line(config: Path) -> None:
+    done = _bare("--config", str(config), "--synthetic", "steady", "--policies", "oracle")
+    assert done.returncode == 2
+    assert "pip install 'rungway[whatif]'" in done.stderr
+    assert "Traceback" not in done.stderr
