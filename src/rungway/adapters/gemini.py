@@ -77,7 +77,7 @@ class GeminiAdapter:
         return UpstreamRequest(
             url=f"{connection.base_url}/models/{upstream_model}:countTokens",
             headers=_headers(connection, client_headers),
-            body=orjson.dumps(wire_body(body)),
+            body=orjson.dumps(count_body(body, upstream_model)),
         )
 
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
@@ -154,6 +154,17 @@ def streaming(body: Mapping[str, Any]) -> bool:
 def wire_body(body: Mapping[str, Any]) -> dict[str, Any]:
     """The body as Google takes it: without the gateway's `model` and `stream`."""
     return {key: value for key, value in body.items() if key not in GATEWAY_KEYS}
+
+
+def count_body(body: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """A countTokens body for `model`: a `generateContentRequest` inside it names its own
+    model, which must be the upstream's, not the name (or alias) the client asked for."""
+    wire = wire_body(body)
+    for key in ("generateContentRequest", "generate_content_request"):
+        inner = wire.get(key)
+        if isinstance(inner, dict) and "model" in inner:
+            wire[key] = {**inner, "model": f"models/{model}"}
+    return wire
 
 
 def model_url(base_url: str, model: str, stream: bool) -> str:

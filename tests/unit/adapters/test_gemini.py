@@ -159,6 +159,24 @@ def test_count_tokens_posts_to_the_models_count_method() -> None:
     assert orjson.loads(request.body) == {"contents": REQUEST["contents"]}
 
 
+@pytest.mark.parametrize("key", ["generateContentRequest", "generate_content_request"])
+def test_a_count_of_a_whole_request_names_the_upstreams_model(key: str) -> None:
+    inner = {"model": "models/my-alias", "contents": REQUEST["contents"]}
+    body = {key: inner, "model": "my-alias", "stream": False}
+    request = ADAPTER.count_tokens_request(
+        KEY,
+        raw_body=orjson.dumps(body),
+        body=body,
+        upstream_model="gemini-2.5-flash",
+        client_headers={},
+    )
+    assert request is not None
+    assert request.url == f"{KEY.base_url}/models/gemini-2.5-flash:countTokens"
+    sent = orjson.loads(request.body)
+    assert sent == {key: {"model": "models/gemini-2.5-flash", "contents": REQUEST["contents"]}}
+    assert inner["model"] == "models/my-alias"  # the client's body is left as it was
+
+
 def test_usage_counts_cached_tokens_apart_and_thoughts_as_output() -> None:
     usage = ADAPTER.read_usage(REPLY)
     # promptTokenCount includes the cached tokens; thoughts are not in candidatesTokenCount.
