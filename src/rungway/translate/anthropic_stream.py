@@ -19,6 +19,7 @@ import orjson
 
 from rungway.protocol.sse import SseEvent, encode_event
 from rungway.translate.canonical import (
+    AFTER_THE_FINISH,
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
@@ -326,6 +327,8 @@ class AnthropicStreamWriter:
             return encode_event(payload, "error")
         if isinstance(event, Started):
             return self._start(event)
+        if self._finished is not None and isinstance(event, AFTER_THE_FINISH):
+            return b""  # the model has stopped: what an upstream sends after is not the reply
         out = b"" if self._started else self._start(Started(id="", model=self._model))
         if isinstance(event, BlockStarted):
             return out + self._block_started(event)

@@ -285,3 +285,8 @@ Event = (
     | Ended
     | StreamError
 )
+
+AFTER_THE_FINISH = (BlockStarted, TextDelta, ArgumentsDelta, ThinkingDelta, BlockStopped, Finished)
+"""Events a writer drops once the model has finished: content, and a second finish. An
+upstream that sends them has broken its own stream; the reply the client gets is the one
+that finished."""

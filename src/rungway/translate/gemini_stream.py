@@ -21,6 +21,7 @@ from rungway.protocol.failures import FailureClass
 from rungway.protocol.gemini import field
 from rungway.protocol.sse import SseEvent
 from rungway.translate.canonical import (
+    AFTER_THE_FINISH,
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
@@ -343,7 +344,8 @@ class GeminiStreamWriter:
 
     def write(self, event: Event) -> bytes:
         """The chunks for `event`; the finish is held until the end, with the usage."""
-        if self._done:
+        if self._done or (self._stop is not None and isinstance(event, AFTER_THE_FINISH)):
+            # Done, or the model has stopped: what an upstream sends after is not the reply.
             return b""
         if isinstance(event, Started):
             self._id = event.id

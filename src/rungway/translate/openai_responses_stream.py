@@ -30,6 +30,7 @@ from rungway.protocol.openai_responses import (
 )
 from rungway.protocol.sse import SseEvent, encode_event
 from rungway.translate.canonical import (
+    AFTER_THE_FINISH,
     ArgumentsDelta,
     BlockStarted,
     BlockStopped,
@@ -392,7 +393,8 @@ class ResponsesStreamWriter:
 
     def write(self, event: Event) -> bytes:
         """The client's SSE frames for `event` (b"" while holding back or after the end)."""
-        if self._closed:
+        if self._closed or (self._stop is not None and isinstance(event, AFTER_THE_FINISH)):
+            # Closed, or the model has stopped: what an upstream sends after is not the reply.
             return b""
         frames: list[bytes] = []
         if not self._id:

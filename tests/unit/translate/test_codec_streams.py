@@ -345,12 +345,13 @@ def test_usage_before_the_finish_is_reported_at_the_end(api: Api) -> None:
     [
         [*TEXT, TextDelta(0, "late"), Finished(Stop.LENGTH), Ended()],
         [*TEXT[:-3], Finished(Stop.END), *TEXT[-3:]],
+        # Content, and a finish that says otherwise, after the model finished.
+        [*TEXT[:-2], TextDelta(0, "late"), Finished(Stop.LENGTH), *TEXT[-2:]],
+        [*TEXT[:-2], BlockStarted(7, "text"), TextDelta(7, "more"), BlockStopped(7), *TEXT[-2:]],
     ],
-    ids=["after-the-end", "a-repeated-finish"],
+    ids=["after-the-end", "a-repeated-finish", "after-the-finish", "a-block-after-the-finish"],
 )
-def test_events_after_the_end_and_a_repeated_finish_write_nothing(
-    api: Api, extra: list[Event]
-) -> None:
+def test_events_after_the_finish_or_the_end_write_nothing(api: Api, extra: list[Event]) -> None:
     codec = codec_for(api)
     assert b"".join(write(codec, extra)) == b"".join(write(codec, TEXT))
 
