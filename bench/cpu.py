@@ -13,7 +13,8 @@ system, every thread, from the operating system) before and after:
   client-key budgets: every request reserves, is journaled and settles).
 
 CPU per request is the gateway's CPU time over the requests sent, the ledger writer's
-share included (the run waits for it to drain). 1 / (CPU per request) is the throughput
+share included (the run waits for it to drain); the kernel's share (system time: socket
+reads and writes, mostly) is shown on its own. 1 / (CPU per request) is the throughput
 one core could give if nothing else ran on it.
 
     python bench/cpu.py [--requests 3000] [--concurrency 16] [--chunks 20] [--quiet]
@@ -55,27 +56,35 @@ def _scenario(folder: Path, name: str, chunks: int) -> Path:
     return path
 
 
-async def _send(url: str, body: bytes, headers: dict[str, str], total: int, width: int) -> None:
-    """`total` requests at `width` concurrent, each answer read whole."""
+async def _send(url: str, body: bytes, headers: dict[str, str], total: int, width: int) -> int:
+    """`total` requests at `width` concurrent, each answer read whole; how many failed.
+
+    A failed answer is counted and shown rather than ending a run that takes minutes; the
+    first one is printed, so that it can be looked into."""
     connector = aiohttp.TCPConnector(limit=width)
+    failed = 0
     async with aiohttp.ClientSession(connector=connector) as session:
         remaining = total
 
         async def worker() -> None:
-            nonlocal remaining
+            nonlocal remaining, failed
             while remaining > 0:
                 remaining -= 1
                 async with session.post(url, data=body, headers=headers) as response:
-                    await response.read()
+                    answer = await response.read()
                     if response.status != 200:
-                        raise RuntimeError(f"{url}: HTTP {response.status}")
+                        if not failed:
+                            print(f"{url}: HTTP {response.status}: {answer[:300]!r}", flush=True)
+                        failed += 1
 
         await asyncio.gather(*(worker() for _ in range(width)))
+    return failed
 
 
-def _cpu_seconds(process: psutil.Process) -> float:
+def _cpu_seconds(process: psutil.Process) -> tuple[float, float]:
+    """User and system CPU seconds of `process`, every thread."""
     times = process.cpu_times()
-    return float(times.user + times.system)
+    return float(times.user), float(times.system)
 
 
 def _run_gateway(
@@ -99,19 +108,24 @@ def _run_gateway(
                 time.sleep(0.5)
                 cpu_before = _cpu_seconds(process)
                 started = time.perf_counter()
-                asyncio.run(_send(url, body, headers, args.requests, args.concurrency))
+                failed = asyncio.run(_send(url, body, headers, args.requests, args.concurrency))
                 elapsed = time.perf_counter() - started
                 # The ledger writer batches rows: count its share of these requests too.
                 time.sleep(0.5)
-                cpu = _cpu_seconds(process) - cpu_before
+                user_after, system_after = _cpu_seconds(process)
+                user = user_after - cpu_before[0]
+                system = system_after - cpu_before[1]
+                cpu = user + system
                 row = {
                     "api": case.name,
                     "stream": stream,
                     "budgets": budgets,
                     "requests": args.requests,
                     "cpu_ms_per_request": cpu * 1000 / args.requests,
+                    "system_ms_per_request": system * 1000 / args.requests,
                     "one_core_rps": args.requests / cpu if cpu else None,
                     "wall_rps": args.requests / elapsed,
+                    "failed": failed,
                 }
                 rows.append(row)
                 print(_format(row), flush=True)
@@ -122,8 +136,9 @@ def _format(row: dict[str, Any]) -> str:
     mode = "stream" if row["stream"] else "json"
     return (
         f"| {row['api']} | {mode} | {'on' if row['budgets'] else 'off'} "
-        f"| {row['cpu_ms_per_request']:.3f} | {row['one_core_rps']:,.0f} "
-        f"| {row['wall_rps']:,.0f} |"
+        f"| {row['cpu_ms_per_request']:.3f} | {row['system_ms_per_request']:.3f} "
+        f"| {row['one_core_rps']:,.0f} "
+        f"| {row['wall_rps']:,.0f} | {row['failed']} |"
     )
 
 
@@ -177,8 +192,11 @@ def main() -> None:
         f"python: {sys.executable} ({platform.python_version()}); {args.requests} requests "
         f"per case at concurrency {args.concurrency}; streams of {args.chunks} chunks"
     )
-    print("| api | mode | budgets | CPU ms / request | one core, requests/s | wall requests/s |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| api | mode | budgets | CPU ms / request | of which system | one core, requests/s "
+        "| wall requests/s | failed |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     results = run(args)
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=2))
