@@ -16,7 +16,10 @@ natively. Counts are stable to well under 1% from run to run, so they judge a ch
 timings cannot; they do not weigh cache misses or system calls.
 
     python bench/instructions.py [--requests 300] [--budgets] [--translated]
-                                 [--json-out FILE]
+                                 [--access-lines] [--json-out FILE]
+
+The gateway serves with `--quiet` unless `--access-lines` is given: an access line per
+request is `serve`'s default, and its writer thread's share is counted then too.
 
 Needs valgrind (`apt-get install valgrind`). A run takes a few minutes: startup alone
 executes several billion instructions under the simulator.
@@ -77,7 +80,9 @@ def _dumped_instructions(folder: Path, before: set[Path]) -> int:
     raise RuntimeError("callgrind wrote no dump")
 
 
-def run(requests: int, budgets: bool, translated: bool) -> dict[str, object]:
+def run(
+    requests: int, budgets: bool, translated: bool, access_lines: bool = False
+) -> dict[str, object]:
     """Count instructions per request for every case; return the figures."""
     rows = []
     with (
@@ -106,7 +111,7 @@ def run(requests: int, budgets: bool, translated: bool) -> dict[str, object]:
                 "serve",
                 "--config",
                 str(config),
-                "--quiet",
+                *([] if access_lines else ["--quiet"]),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -140,6 +145,7 @@ def run(requests: int, budgets: bool, translated: bool) -> dict[str, object]:
         "executable": sys.executable,
         "budgets": budgets,
         "translated": translated,
+        "access_lines": access_lines,
         "rows": rows,
     }
 
@@ -149,6 +155,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="requests counted per case")
     parser.add_argument("--budgets", action="store_true", help="priced models under budgets")
     parser.add_argument("--translated", action="store_true", help="add a translated case")
+    parser.add_argument(
+        "--access-lines",
+        action="store_true",
+        help="serve as `serve` does by default, an access line per request (default: --quiet)",
+    )
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
@@ -156,7 +167,7 @@ def main() -> None:
     print(f"python: {sys.executable} ({platform.python_version()})")
     print("| api | mode | instructions per request |")
     print("|---|---|---|")
-    result = run(args.requests, args.budgets, args.translated)
+    result = run(args.requests, args.budgets, args.translated, args.access_lines)
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2))
 
