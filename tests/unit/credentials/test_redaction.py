@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rungway.credentials.redaction import (
+    _SHAPES,
     MASK,
+    _known,
     add_secrets,
     install_redaction,
     redact,
@@ -92,3 +97,76 @@ def test_a_body_with_nothing_to_mask_is_returned_as_it_is() -> None:
     body = b'{"error":{"message":"Overloaded"}}\xff\xfe'
     assert redact_bytes(body) is body
     assert redact_bytes(b"\xffBearer abcdefgh \xfe") == b"\xffBearer " + MASK.encode() + b" \xfe"
+
+
+# Text made of credentials of every shape, their opening words alone, key-like characters
+# and separators, each piece in any case: most draws hold a shape or part of one.
+_CREDENTIALS = [
+    "Bearer abc.def",
+    "token abcdefghij",
+    "sk-ant-api03-abcdefghijklmnop",
+    "gho_abcdefghijklmnop",
+    "ghp_abcdefghijklmnop",
+    "ghr_abcdefghijklmnop",
+    "ghs_abcdefghijklmnop",
+    "ghu_abcdefghijklmnop",
+    "github_pat_abcdefghijklmnop",
+    "eyJhbGciOiJIUzI1.eyJzdWIi.sig",
+    "AIzaSyD-abcdefghijklmnopqrstuvwxyz01234",
+    "ya29.a0AfB_byC-abcdefghijklmnop",
+    "1//0gabcdefghijklmnopqrstu",
+]
+_PIECES = st.sampled_from(
+    [
+        *_CREDENTIALS,
+        "bearer ",
+        "token ",
+        "sk-",
+        "ghp_",
+        "eyJ",
+        "AIza",
+        "ya29.",
+        "1//",
+        "abcdefghij",
+        "0123456789",
+        "_-",
+        ".",
+        "/",
+        " ",
+        ",",
+        '"',
+        "\\",
+        "\u212a",  # the Kelvin sign, which a case-insensitive `k` matches
+        "é",
+    ]
+)
+_CASES: st.SearchStrategy[Callable[[str], str]] = st.sampled_from(
+    [str, str.upper, str.lower, str.swapcase]
+)
+_TEXT = st.lists(st.tuples(_PIECES, _CASES).map(lambda drawn: drawn[1](drawn[0])), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT.map("".join))
+def test_masking_is_the_same_as_the_shapes_pattern_over_the_whole_text(text: str) -> None:
+    # `redact` skips the pattern when no shape can start in the text; it must mask exactly
+    # what the pattern alone would.
+    pattern = _known.pattern  # values other tests made known are masked first
+    expected = _SHAPES.sub(MASK, pattern.sub(MASK, text) if pattern is not None else text)
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("case", [str.upper, str.lower, str.swapcase])
+@pytest.mark.parametrize("credential", _CREDENTIALS)
+def test_each_shape_alone_is_masked_in_any_case(
+    credential: str, case: Callable[[str], str]
+) -> None:
+    text = f"key {case(credential)} sent"
+    assert redact(text) == _SHAPES.sub(MASK, text) != text
+
+
+def test_a_shape_behind_a_non_ascii_letter_is_still_masked() -> None:
+    assert redact("key \u212aey s\u212a-abcdefghijklmnop") == _SHAPES.sub(
+        MASK, "key \u212aey s\u212a-abcdefghijklmnop"
+    )
+    assert MASK in redact("é Bearer abcdefgh")
