@@ -250,12 +250,7 @@ def read_response_format(value: Any, dropped: list[str]) -> OutputFormat | None:
         spec = value.get("json_schema")
         if not isinstance(spec, dict):
             raise ValueError("response_format.json_schema must be an object with a `name`")
-        schema = spec.get("schema")
-        return OutputFormat(
-            schema=schema if isinstance(schema, dict) else None,
-            name=json_values.text(spec.get("name")),
-            strict=json_values.flag(spec.get("strict")),
-        )
+        return read_json_schema(spec)
     if kind not in (None, "text"):
         dropped.append(f"response_format.{kind}")
     return None
@@ -265,10 +260,26 @@ def write_response_format(output: OutputFormat) -> dict[str, Any]:
     """Chat's `response_format` for an output format."""
     if output.schema is None:
         return {"type": "json_object"}
+    return {"type": "json_schema", "json_schema": json_schema_fields(output)}
+
+
+def read_json_schema(spec: dict[str, Any]) -> OutputFormat:
+    """OpenAI's `json_schema` fields (`schema`, `name`, `strict`) as an output format: Chat
+    nests them in `response_format.json_schema`, Responses puts them in `text.format`."""
+    schema = spec.get("schema")
+    return OutputFormat(
+        schema=schema if isinstance(schema, dict) else None,
+        name=json_values.text(spec.get("name")),
+        strict=json_values.flag(spec.get("strict")),
+    )
+
+
+def json_schema_fields(output: OutputFormat) -> dict[str, Any]:
+    """OpenAI's `json_schema` fields for an output format with a schema."""
     spec: dict[str, Any] = {"name": output.name or OUTPUT_NAME, "schema": output.schema}
     if output.strict is not None:
         spec["strict"] = output.strict
-    return {"type": "json_schema", "json_schema": spec}
+    return spec
 
 
 def _read_messages(raw: list[Any], system: list[Text], dropped: list[str]) -> tuple[Message, ...]:

@@ -45,6 +45,7 @@ from rungway.translate.canonical import (
 )
 from rungway.translate.codec import StreamReader, StreamWriter
 from rungway.translate.names import restore_tool_name, short_tool_name
+from rungway.translate.openai_chat import json_schema_fields, read_json_schema
 from rungway.translate.openai_responses_stream import (
     ResponsesStreamReader,
     ResponsesStreamWriter,
@@ -106,8 +107,6 @@ _EFFORTS: dict[object, _Effort] = {
     "high": "high",
     "xhigh": "high",
 }
-OUTPUT_NAME = "output"
-"""The `json_schema` name written when the client's structured output had none."""
 _DATA_URL = re.compile(r"data:(?P<type>[^;,]+);base64,(?P<data>.*)", re.DOTALL)
 
 
@@ -285,12 +284,7 @@ def _read_text_format(text: object, dropped: dict[str, None]) -> OutputFormat | 
         return OutputFormat()
     if kind == "json_schema":
         assert isinstance(spec, dict)
-        schema = spec.get("schema")
-        return OutputFormat(
-            schema=schema if isinstance(schema, dict) else None,
-            name=json_values.text(spec.get("name")),
-            strict=json_values.flag(spec.get("strict")),
-        )
+        return read_json_schema(spec)
     if kind not in (None, "text"):
         dropped[f"text.format.{kind}"] = None
     return None
@@ -300,14 +294,7 @@ def write_text_format(output: OutputFormat) -> dict[str, Any]:
     """Responses' `text.format` for an output format."""
     if output.schema is None:
         return {"type": "json_object"}
-    spec: dict[str, Any] = {
-        "type": "json_schema",
-        "name": output.name or OUTPUT_NAME,
-        "schema": output.schema,
-    }
-    if output.strict is not None:
-        spec["strict"] = output.strict
-    return spec
+    return {"type": "json_schema", **json_schema_fields(output)}
 
 
 def _read_reasoning(effort: object) -> Reasoning | None:
