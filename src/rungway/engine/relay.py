@@ -202,7 +202,7 @@ class StreamRelay:
         try:
             return self._watcher.see(event)
         except MALFORMED as error:
-            raise UnreadableUpstream(f"{type(error).__name__}: {error}") from error
+            raise UnreadableUpstream.of(error) from error
 
     def _client_bytes(self, event: SseEvent, kind: EventKind) -> bytes:
         if self._translate is not None:

@@ -53,7 +53,7 @@ class Translation:
         try:
             read = self._codec_for(api).read_reply(upstream, self.request)
         except MALFORMED as error:
-            raise UnreadableUpstream(_unreadable(error)) from error
+            raise UnreadableUpstream.of(error) from error
         if not read.created:
             # Some APIs say when a reply was made and others do not: the gateway's clock
             # stands in, as codecs read none.
@@ -83,7 +83,7 @@ class StreamTranslator:
         try:
             events = self._reader.read(event)
         except MALFORMED as error:
-            raise UnreadableUpstream(_unreadable(error)) from error
+            raise UnreadableUpstream.of(error) from error
         out = []
         for read in events:
             stamped = (
@@ -93,10 +93,3 @@ class StreamTranslator:
             )
             out.append(self._writer.write(stamped))
         return b"".join(out)
-
-
-def _unreadable(error: Exception) -> str:
-    """What the reader tripped on, in words: its own message when it raised one."""
-    if isinstance(error, ValueError) and str(error):
-        return str(error)
-    return f"unexpected shape ({type(error).__name__}: {error})"

@@ -26,6 +26,13 @@ class UnreadableUpstream(ValueError):
     """An upstream's reply or stream event that the gateway cannot read: the upstream sent
     something its API does not allow, whatever the reading tripped on."""
 
+    @classmethod
+    def of(cls, error: Exception) -> UnreadableUpstream:
+        """What the reading tripped on, in words: its own message when it raised one."""
+        if isinstance(error, ValueError) and str(error):
+            return cls(str(error))
+        return cls(f"unexpected shape ({type(error).__name__}: {error})")
+
 
 MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError)
 """What reading an upstream's JSON raises when its shape is not what its API allows:
