@@ -95,34 +95,30 @@ class Allowance:
         """Every window instance that held use, the open ones cut at `now`."""
         self._roll(now)
         open_ones = [
-            WindowUse(
-                self.connection_id,
-                instance.window.name,
-                instance.start,
-                instance.end,
-                instance.used,
-                instance.window.capacity,
-            )
-            for instance in self._instances
-            if instance.start is not None and instance.end is not None and instance.used > 0
+            use for instance in self._instances if (use := self._use(instance)) is not None
         ]
         return sorted([*self.history, *open_ones], key=lambda use: (use.window, use.start))
+
+    def _use(self, instance: _Instance) -> WindowUse | None:
+        """What `instance` held, or None when it held nothing."""
+        if instance.start is None or instance.end is None or instance.used <= 0:
+            return None
+        window = instance.window
+        return WindowUse(
+            self.connection_id,
+            window.name,
+            instance.start,
+            instance.end,
+            instance.used,
+            window.capacity,
+        )
 
     def _roll(self, now: float) -> None:
         for instance in self._instances:
             if instance.end is not None and now < instance.end:
                 continue
-            if instance.start is not None and instance.end is not None and instance.used > 0:
-                self.history.append(
-                    WindowUse(
-                        self.connection_id,
-                        instance.window.name,
-                        instance.start,
-                        instance.end,
-                        instance.used,
-                        instance.window.capacity,
-                    )
-                )
+            if (use := self._use(instance)) is not None:
+                self.history.append(use)
             instance.used = 0.0
             instance.start, instance.end = _bounds(instance.window, now)
 
