@@ -11,12 +11,16 @@ import openai
 import pytest
 from hypothesis import settings
 
-# Hypothesis profiles. Locally a property gets few examples, so the unit tests stay quick;
-# CI (`.ci/run` sets HYPOTHESIS_PROFILE=ci) draws many more, so rare worlds still come up.
-# No deadline in either: the machine running the suite may be busy, and a slow example is
-# not a failure. `--hypothesis-profile` on the command line still wins.
+# Hypothesis profiles. Locally a property gets few examples from a fresh seed each run, so
+# the unit tests stay quick and every run explores somewhere new. CI (`.ci/run` sets
+# HYPOTHESIS_PROFILE=ci) draws many more, from a seed fixed by each test, so a main that
+# passed once passes again and a failure there fails the same way on any machine
+# (`HYPOTHESIS_PROFILE=ci` reproduces it). No deadline in either: the machine running the
+# suite may be busy, and a slow example is not a failure. `--hypothesis-profile` on the
+# command line still wins.
 settings.register_profile("dev", max_examples=30, deadline=None)
-settings.register_profile("ci", max_examples=500, deadline=None, print_blob=True)
+settings.register_profile("ci", max_examples=500, deadline=None, print_blob=True, derandomize=True)
+settings.register_profile("explore", max_examples=500, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rungway.whatif.oracle_lp import (
@@ -97,11 +97,22 @@ def must_served(p: Problem, shares: np.ndarray) -> float:
 
 @settings(max_examples=150, deadline=None)
 @given(knapsacks())
+@example(  # stage 2 trades 4e-7 of a plan-only share (weight 8) for a $3 request's (weight 1)
+    problem(
+        [0, 0, 0, 0, 3, 0, 0, 0, 0],
+        [False, False, True, True, False, True, True, True, False],
+        [1, 2, 3, 4, 5, 6, 7, 8],
+        [([0, 1, 2, 3, 4], [0, 0, 8, 1, 0], 2.0)],
+    )
+)
 def test_the_greedy_equals_the_lp_where_it_applies(p: Problem) -> None:
     assert greedy_applies(p)
     greedy, lp = solve_greedy(p), solve_lp(p)
-    # Equal within the LP solver's feasibility tolerance (1e-7 of a window, per row).
-    assert greedy.paid_usd == pytest.approx(lp.paid_usd, abs=1e-5)
+    # Equal within what stage 2 may give up of stage 1's share (`_KEEP_SLACK`, 1e-7 of it)
+    # and the solver's feasibility tolerance (1e-7 of a window, per row). On this grid the
+    # first is the larger: up to 12 requests' share times 1e-7, freeing up to 8 times as
+    # much weight for a priced request of weight 1 and cost $5, at most $4.8e-5 in all.
+    assert greedy.paid_usd == pytest.approx(lp.paid_usd, abs=1e-4)
     assert must_served(p, greedy.shares) == pytest.approx(must_served(p, lp.shares), abs=1e-5)
     assert solve(p).method == "greedy"
 
