@@ -11,11 +11,10 @@ from types import TracebackType
 from typing import Any, Self
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from rungway.clock import Clock, FakeClock, SystemClock
 from rungway.protocol.asgi import Receive, Scope, Send
-from rungway.runner import BackgroundServer, bind, uvicorn_config
+from rungway.runner import BackgroundServer, JoinedHeadProtocol, bind, uvicorn_config
 from rungway.sim.control import SimState, WindowState, handle_control
 from rungway.sim.exchange import (
     TRANSPORT_EXTENSION,
@@ -43,7 +42,7 @@ MAX_RECORDED_REQUESTS = 10_000
 CONTROL_PREFIX = "/_sim/"
 
 
-class SimHttpProtocol(HttpToolsProtocol):
+class SimHttpProtocol(JoinedHeadProtocol):
     """uvicorn's httptools protocol, also handing each request its connection's transport.
 
     The disconnect fault needs to close the socket mid-response; ASGI has no message for
