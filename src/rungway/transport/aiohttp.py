@@ -86,6 +86,9 @@ class AiohttpTransport:
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=self._request_timeout,
+            # The engine reads every answer (its usage, its error), so it asks for them
+            # uncompressed rather than advertise encodings it would not decode.
+            headers={"Accept-Encoding": "identity"},
             auto_decompress=False,
             skip_auto_headers=("User-Agent",),
         )
