@@ -7,6 +7,7 @@ import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import SecretStr
@@ -14,10 +15,6 @@ from pydantic import SecretStr
 from rungway.adapters.base import Connection, HasUsageEndpoint
 from rungway.adapters.registry import provider_entry
 from rungway.clock import Clock, SystemClock
-from rungway.cluster.link import RedisLink
-from rungway.cluster.polls import RedisPollClaim
-from rungway.cluster.rate import RedisRateWindows
-from rungway.cluster.state import RedisStateStore
 from rungway.config import Settings, capability_rows, category_rows
 from rungway.credentials.code_assist import (
     CodeAssistProject,
@@ -32,7 +29,6 @@ from rungway.engine.planning import LadderInputs, Planner
 from rungway.engine.record import Recorder
 from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, StateSource
 from rungway.ledger.memory import MemoryLedger
-from rungway.ledger.postgres import PostgresLedger
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.logs.access import AccessLog, AccessSink
 from rungway.metrics.collector import StateCollector
@@ -57,6 +53,14 @@ from rungway.server.rate import RequestRate
 from rungway.stores import Stores, open_stores
 from rungway.translate.codecs import codec_for
 from rungway.transport.aiohttp import AiohttpTransport
+
+if TYPE_CHECKING:
+    # Imported where a cluster is configured: redis and asyncpg cost ~70 ms of every start.
+    from rungway.cluster.link import RedisLink
+    from rungway.cluster.polls import RedisPollClaim
+    from rungway.cluster.rate import RedisRateWindows
+    from rungway.cluster.state import RedisStateStore
+    from rungway.ledger.postgres import PostgresLedger
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +217,7 @@ def build_gateway(
             },
             clock,
             # Shared by every process of the cluster; each its own while Redis is away.
-            RedisRateWindows(link) if link is not None else None,
+            _shared_rate(link),
         ),
         admin=AdminApi(
             roster=roster,
@@ -257,7 +261,13 @@ def _live_quota(
     clock: Clock,
 ) -> _LiveQuota:
     link = stores.link
-    shared = RedisStateStore(link, clock) if link is not None else None
+    shared: RedisStateStore | None = None
+    claim: RedisPollClaim | None = None
+    if link is not None:
+        from rungway.cluster.polls import RedisPollClaim  # noqa: PLC0415 - only with a cluster
+        from rungway.cluster.state import RedisStateStore  # noqa: PLC0415 - only with a cluster
+
+        shared, claim = RedisStateStore(link, clock), RedisPollClaim(link)
     kept = shared or stores.state_store(settings)
     board = QuotaBoard(settings.ladder, store=kept)
     if shared is not None:
@@ -273,9 +283,18 @@ def _live_quota(
         settings.ladder,
         interval_s=settings.quota.poll_interval_s,
         deadline_s=settings.quota.inline_deadline_s,
-        claim=RedisPollClaim(link) if link is not None else None,
+        claim=claim,
     )
     return _LiveQuota(board, poller, kept, shared)
+
+
+def _shared_rate(link: RedisLink | None) -> RedisRateWindows | None:
+    """The request rate windows every process of the cluster shares (none for a lone gateway)."""
+    if link is None:
+        return None
+    from rungway.cluster.rate import RedisRateWindows  # noqa: PLC0415 - only with a cluster
+
+    return RedisRateWindows(link)
 
 
 async def _stop_sharing(quota: _LiveQuota | None) -> None:

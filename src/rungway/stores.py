@@ -13,22 +13,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 from pydantic import SecretStr
 
 from rungway.budget import KeyBudget, LocalBudget
 from rungway.clock import Clock
-from rungway.cluster.budget import RedisBudget
 from rungway.cluster.health import StoreHealth
-from rungway.cluster.link import RedisLink
 from rungway.config import Settings
 from rungway.ledger.memory import MemoryLedger
-from rungway.ledger.postgres import PostgresLedger
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.ledger.unrecorded import unrecorded_since
 from rungway.quota.embedded import open_state_store, state_path
 from rungway.quota.store import MemoryStateStore, StateStore
+
+if TYPE_CHECKING:
+    # Imported where a cluster is configured: redis and asyncpg cost ~70 ms of every start.
+    from rungway.cluster.budget import RedisBudget
+    from rungway.cluster.link import RedisLink
+    from rungway.ledger.postgres import PostgresLedger
 
 
 def default_ledger_path() -> Path:
@@ -67,19 +71,19 @@ class Stores:
         if self.postgres is not None:
             # Before the link: the link's join seeds the shared budgets' spend from it.
             await self.postgres.start()
-        if isinstance(self.budget, RedisBudget):
-            # It queues its crash rows' cost; the link's join seeds and sends it.
-            await self.budget.start()
-        else:
+        if isinstance(self.budget, LocalBudget):
             # This period's settled spend is read now, not on the first request.
             self.budget.prime(now)
+        else:
+            # It queues its crash rows' cost; the link's join seeds and sends it.
+            await self.budget.start()
         if self.link is not None:
             await self.link.start()
 
     async def stop(self) -> None:
         """Send the settles that wait, close the link, send the rows that wait to
         PostgreSQL (within a short deadline), then close the local ledger."""
-        if isinstance(self.budget, RedisBudget):
+        if not isinstance(self.budget, LocalBudget):
             await self.budget.close()
         if self.link is not None:
             await self.link.close()
@@ -121,6 +125,8 @@ def _postgres(
     postgres = settings.ledger.postgres
     if postgres is None or not isinstance(local, SqliteLedger):
         return None
+    from rungway.ledger.postgres import PostgresLedger  # noqa: PLC0415 - only with a cluster
+
     # Reports read the cluster's ledger; rows, the journal and the budget stay local.
     return PostgresLedger(local, secrets["postgres"].get_secret_value(), postgres.db_schema)
 
@@ -129,6 +135,8 @@ def _redis_link(settings: Settings, secrets: dict[str, SecretStr]) -> RedisLink 
     redis = settings.state.redis
     if settings.state.store != "redis" or redis is None:
         return None
+    from rungway.cluster.link import RedisLink  # noqa: PLC0415 - only with a cluster
+
     return RedisLink(secrets["redis"].get_secret_value(), redis.prefix, timeout_s=redis.timeout_s)
 
 
@@ -150,6 +158,8 @@ def _budget(
     log = store if isinstance(store, SqliteLedger) else None
     if link is None:
         return LocalBudget(settings.ladder, store.spent_since, keys=keys, log=log)
+    from rungway.cluster.budget import RedisBudget  # noqa: PLC0415 - only with a cluster
+
     # Shared spend is seeded from the cluster's ledger where there is one; the crash rows
     # whose cost must reach it are this process's own.
     return RedisBudget(

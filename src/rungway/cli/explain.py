@@ -8,7 +8,7 @@ asks only the gateway, `--ledger` reads only the file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -25,11 +25,13 @@ from rungway.cli.admin_client import (
 from rungway.cli.config_file import ConfigOption
 from rungway.cli.ledger_source import configured, fail, postgres_reader
 from rungway.cli.times import iso_time
-from rungway.ledger.postgres import PostgresReader
 from rungway.ledger.report import LedgerUnavailable
 from rungway.ledger.sqlite import read_matching
 from rungway.server.requests import MAX_MATCHES, request_detail
 from rungway.stores import default_ledger_path
+
+if TYPE_CHECKING:
+    from rungway.ledger.postgres import PostgresReader
 
 out = Console()
 err = Console(stderr=True)

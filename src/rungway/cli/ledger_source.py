@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -17,11 +17,14 @@ from rungway.cli.config_file import find_config
 from rungway.config import ConfigError, CredentialRef, Settings, load_settings
 from rungway.credentials.secrets import open_store, read_credential
 from rungway.credentials.store import StoreError
-from rungway.ledger.postgres import PostgresReader
 from rungway.ledger.report import Dimension, LedgerUnavailable
 from rungway.routing.rungs import Rung
 from rungway.routing.snapshot import RungSpend
 from rungway.server.spend import SpendBook
+
+if TYPE_CHECKING:
+    # Imported where the config names PostgreSQL: asyncpg costs ~20 ms of every start.
+    from rungway.ledger.postgres import PostgresReader
 
 err = Console(stderr=True)
 _RUNGS = {rung.label: rung for rung in Rung}
@@ -53,6 +56,8 @@ def postgres_reader(settings: Settings | None) -> PostgresReader | None:
         except (ValueError, OSError, StoreError) as error:
             err.print(f"[red]ledger.postgres.dsn: {escape(str(error))}[/]", highlight=False)
             raise typer.Exit(2) from None
+    from rungway.ledger.postgres import PostgresReader  # noqa: PLC0415 - only with PostgreSQL
+
     return PostgresReader(dsn, postgres.db_schema)
 
 

@@ -11,8 +11,6 @@ import asyncio
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import asyncpg
-import redis
 from pydantic import SecretStr
 
 from rungway.cli.findings import Finding, Level
@@ -58,6 +56,8 @@ def _state_finding(
         return Finding(Level.FAIL, "state", "the Redis URL cannot be read", "see credentials above")
     url = secrets["redis"].get_secret_value()
     subject = f"state redis {address(url)}"
+    import redis  # noqa: PLC0415 - only a shared state store needs it, and it is slow to import
+
     client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
     try:
         client.ping()
@@ -70,6 +70,7 @@ def _state_finding(
 
 def _postgres_finding(dsn: str, timeout: float) -> Finding:
     subject = f"ledger postgres {address(dsn)}"
+    import asyncpg  # noqa: PLC0415 - only a PostgreSQL ledger needs it, and it is slow to import
 
     async def ping() -> None:
         connection = await asyncpg.connect(dsn, timeout=timeout)

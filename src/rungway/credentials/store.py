@@ -18,7 +18,9 @@ from typing import Literal
 
 import orjson
 import platformdirs
-from cryptography.fernet import Fernet, InvalidToken
+
+# Deferred: cryptography is imported only where a key or the store is used; a gateway
+# without a store would spend ~20 ms of its start on it.
 
 KEY_ENV = "RUNGWAY_CREDENTIALS_KEY"
 """The environment variable that, when set, holds the store's key (a Fernet key)."""
@@ -92,6 +94,8 @@ def load_key(*, env: str | None = None, file: Path | None = None) -> bytes:
 
 
 def _create_key_file(path: Path) -> None:
+    from cryptography.fernet import Fernet  # noqa: PLC0415 - see the imports above
+
     path.parent.mkdir(parents=True, exist_ok=True)
     # O_EXCL: two processes starting at once must not each write a different key.
     with contextlib.suppress(FileExistsError):
@@ -101,6 +105,8 @@ def _create_key_file(path: Path) -> None:
 
 
 def _checked(key: bytes, where: str) -> bytes:
+    from cryptography.fernet import Fernet  # noqa: PLC0415 - see the imports above
+
     try:
         Fernet(key)
     except ValueError:
@@ -116,6 +122,8 @@ class CredentialStore:
     """Imported credentials by name, encrypted in one file; safe to share between threads."""
 
     def __init__(self, path: Path, key: bytes) -> None:
+        from cryptography.fernet import Fernet  # noqa: PLC0415 - see the imports above
+
         self.path = path.expanduser()
         self._fernet = Fernet(key)
         self._lock = threading.Lock()
@@ -146,6 +154,8 @@ class CredentialStore:
             self._write(records)
 
     def _read(self) -> dict[str, StoredCredential]:
+        from cryptography.fernet import InvalidToken  # noqa: PLC0415 - see the imports above
+
         try:
             token = self.path.read_bytes()
         except FileNotFoundError:

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import asyncpg
+if TYPE_CHECKING:
+    # Imported in `migrate`: every start reads `COLUMNS` (the SQLite ledger's outbox), and
+    # asyncpg takes ~20 ms to import.
+    import asyncpg
 
 log = logging.getLogger("rungway.ledger")
 
@@ -111,6 +115,8 @@ def quoted(schema: str) -> str:
 async def migrate(connection: asyncpg.Connection, schema: str) -> int:
     """Apply the migrations `schema` lacks, in order, under an advisory lock; the version
     it is at afterwards."""
+    import asyncpg  # noqa: PLC0415 - see the import for type checking above
+
     name = quoted(schema)
     async with connection.transaction():
         # Held until commit: a second replica waits here, then finds the work done.
