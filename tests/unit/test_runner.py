@@ -12,7 +12,9 @@ from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.runner import BackgroundServer, JoinedHeadProtocol, _JoinedHead, uvicorn_config
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n"
-CHUNKED = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
 
 
 class Recording(asyncio.Transport):
@@ -80,7 +82,8 @@ def test_closing_writes_a_held_head_first() -> None:
     joined.write(HEAD)
     joined.close()
     assert inner.calls == [("write", HEAD)]
-    assert inner.closed and joined.is_closing()
+    assert inner.closed
+    assert joined.is_closing()
 
 
 async def _app(scope: Scope, receive: Receive, send: Send) -> None:
