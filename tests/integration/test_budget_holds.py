@@ -34,7 +34,7 @@ from rungway.pricing import TokenCounts, rates_for
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
 from rungway.translate.anthropic import AnthropicCodec
-from rungway.transport.aiohttp import AiohttpTransport
+from rungway.transport.http11 import Http11Transport
 
 HAIKU = "claude-haiku-4-5"  # $1 in, $5 out per million tokens: the cheap rung
 MINI = "gpt-4.1-mini"
@@ -231,14 +231,14 @@ def test_an_attempt_that_raises_before_sending_releases_its_hold(
 def test_an_attempt_that_raises_after_sending_settles_its_hold_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_send = AiohttpTransport.send
+    real_send = Http11Transport.send
 
-    async def send_then_break(self: AiohttpTransport, request: Any) -> Any:
+    async def send_then_break(self: Http11Transport, request: Any) -> Any:
         response = await real_send(self, request)
         response.close()
         raise RuntimeError("a fault in the gateway")
 
-    monkeypatch.setattr(AiohttpTransport, "send", send_then_break)
+    monkeypatch.setattr(Http11Transport, "send", send_then_break)
     sim = _sim("mini", "openai", MINI, output_tokens=40)
     with _serve(tmp_path, sim, "openai", 1.0) as served:
         answer = _chat(served.url, max_tokens=64)

@@ -1,5 +1,9 @@
-"""The engine's transport over aiohttp: the pooled HTTP client that carries every
-upstream request.
+"""A transport over aiohttp: the pooled client that reads the plans' usage endpoints.
+
+Model requests go through `rungway.transport.http11`, which costs a sixth of this per
+request (`bench/http_cost.py`); this one also implements the whole port, and the two are
+held to the same contract (`tests/unit/transport/test_contract.py`). Its `get` serves
+the usage polls, which may need what a general client gives (any method, redirects).
 
 One keep-alive pool per gateway. Three timeouts apply: connect, first byte (until the
 response headers arrive) and idle (between two reads of the body). All three run on the

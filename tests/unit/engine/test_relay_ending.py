@@ -15,7 +15,7 @@ from rungway.protocol import openai_chat
 from rungway.protocol.failures import Failure
 from rungway.protocol.usage import ReportedUsage
 from rungway.sim import Scenario, SimUpstream
-from rungway.transport.aiohttp import AiohttpTransport
+from rungway.transport.http11 import Http11Transport
 
 
 def _sim() -> SimUpstream:
@@ -31,7 +31,7 @@ def _sim() -> SimUpstream:
     )
 
 
-async def _relay(url: str, client: AiohttpTransport) -> StreamRelay:
+async def _relay(url: str, client: Http11Transport) -> StreamRelay:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     request = UpstreamRequest(
         f"{url}/v1/chat/completions", {"content-type": "application/json"}, orjson.dumps(body)
@@ -58,7 +58,7 @@ def test_closing_a_stream_before_its_first_byte_still_finishes_it_once() -> None
     ended = _Ends()
 
     async def run(url: str) -> None:
-        client = AiohttpTransport(TimeoutSettings())
+        client = Http11Transport(TimeoutSettings())
         await client.start()
         try:
             body = (await _relay(url, client)).body(ended)
@@ -77,7 +77,7 @@ def test_closing_a_stream_midway_finishes_it_once() -> None:
     ended = _Ends()
 
     async def run(url: str) -> None:
-        client = AiohttpTransport(TimeoutSettings())
+        client = Http11Transport(TimeoutSettings())
         await client.start()
         try:
             body = (await _relay(url, client)).body(ended)
