@@ -2,14 +2,16 @@
 against the floor of a bare asyncio protocol.
 
 A request through the gateway passes through two HTTP implementations: uvicorn's server
-for the client's side and aiohttp's client (`rungway.transport.aiohttp`, as `serve` uses
-it) for the upstream's. This runs one POST and the read of its JSON answer over one
-kept-alive loopback connection, client and server in the same process, three ways:
+for the client's side, and the gateway's own HTTP/1.1 client (`rungway.transport.http11`)
+for the upstream's. This runs one POST and the read of its JSON answer over one
+kept-alive loopback connection, client and server in the same process, four ways:
 
 - `floor`: a bare protocol client (request head and body in one write, the answer parsed
   by httptools, no pool, no timeouts) against a bare protocol server that answers with
   fixed bytes: what no stack can go below on this event loop;
-- `aiohttp`: the gateway's upstream transport against the same bare server;
+- `http11`: the gateway's upstream client against the same bare server;
+- `aiohttp`: aiohttp's client, set up as the gateway used it before it had its own (a
+  keep-alive pool, socket timeouts, no decompression), against the same bare server;
 - `uvicorn`: the bare client against uvicorn, configured as `serve` configures it,
   serving an ASGI app that reads the body and sends the same answer.
 
@@ -18,7 +20,7 @@ CPU time per request (best of five runs) and, with `--instructions`, the machine
 instructions per request under callgrind: two runs of different lengths, differenced, so
 start-up drops out.
 
-    python bench/http_cost.py [--requests 3000] [--instructions]
+    python bench/http_cost.py [--requests 3000] [--instructions] [--way WAY]
 
 Needs valgrind for `--instructions` (`apt-get install valgrind`).
 """
@@ -32,9 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httptools
 import uvicorn
 import uvloop
@@ -43,7 +47,6 @@ from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.runner import bind, uvicorn_config
-from rungway.transport.aiohttp import AiohttpTransport
 from rungway.transport.http11 import Http11Transport
 
 _REQUEST = b'{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}' * 10
@@ -142,6 +145,48 @@ async def _answer(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": _ANSWER_BODY})
 
 
+Call = Callable[[], Awaitable[None]]
+
+
+async def _client(way: str, host: str, port: int) -> tuple[Call, Call]:
+    """One request of `way`'s client, and how to close the client."""
+    url = f"http://{host}/v1/chat/completions"
+    if way == "http11":
+        transport = Http11Transport(TimeoutSettings())
+        await transport.start()
+        request = UpstreamRequest(url, _HEADERS, _REQUEST)
+
+        async def one() -> None:
+            response = await transport.send(request)
+            await response.read()
+            response.release()
+
+        return one, transport.close
+    if way == "aiohttp":
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=300),
+            headers={"Accept-Encoding": "identity"},
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent",),
+        )
+
+        async def post() -> None:
+            async with session.post(url, data=_REQUEST, headers=_HEADERS) as response:
+                await response.read()
+
+        return post, session.close
+    _, floor = await asyncio.get_running_loop().create_connection(_Floor, "127.0.0.1", port)
+
+    async def bare() -> None:
+        await floor.post("/v1/chat/completions", host, _HEADERS, _REQUEST)
+
+    async def nothing() -> None:
+        return None
+
+    return bare, nothing
+
+
 async def _measure(way: str, requests: int, runs: int) -> float:
     """The best CPU time per request over `runs` runs of `requests` requests."""
     loop = asyncio.get_running_loop()
@@ -155,22 +200,7 @@ async def _measure(way: str, requests: int, runs: int) -> float:
             await asyncio.sleep(0.01)
     else:
         server = await loop.create_server(_Canned, sock=sock)
-    if way in ("aiohttp", "http11"):
-        kind = AiohttpTransport if way == "aiohttp" else Http11Transport
-        transport = kind(TimeoutSettings())
-        await transport.start()
-        request = UpstreamRequest(f"http://{host}/v1/chat/completions", _HEADERS, _REQUEST)
-
-        async def one() -> None:
-            response = await transport.send(request)
-            await response.read()
-            response.release()
-    else:
-        _, floor = await loop.create_connection(_Floor, "127.0.0.1", port)
-
-        async def one() -> None:
-            await floor.post("/v1/chat/completions", host, _HEADERS, _REQUEST)
-
+    one, done = await _client(way, host, port)
     for _ in range(_WARM_UP):
         await one()
     best = float("inf")
@@ -179,8 +209,7 @@ async def _measure(way: str, requests: int, runs: int) -> float:
         for _ in range(requests):
             await one()
         best = min(best, (time.process_time() - started) / requests)
-    if way in ("aiohttp", "http11"):
-        await transport.close()
+    await done()
     if way == "uvicorn":
         server.should_exit = True
         await serving

@@ -52,7 +52,6 @@ from rungway.server.auth import ClientKeys
 from rungway.server.rate import RequestRate
 from rungway.stores import Stores, open_stores
 from rungway.translate.codecs import codec_for
-from rungway.transport.aiohttp import AiohttpTransport
 from rungway.transport.http11 import Http11Transport
 
 if TYPE_CHECKING:
@@ -123,10 +122,7 @@ def build_gateway(
     clock = clock or SystemClock()
     stores = open_stores(settings, secrets, ledger=ledger, clock=clock, worker=worker)
     store, link = stores.ledger, stores.link
-    # Model requests go through the lean client; usage polls and probes through aiohttp,
-    # whose generality (any method, redirects) they may use and whose cost they can bear.
-    upstream = Http11Transport(settings.timeouts)
-    client = AiohttpTransport(settings.timeouts)
+    client = Http11Transport(settings.timeouts)
     roster = build_roster(settings)
     # The board learns from traffic and from the plans' usage endpoints; a test may
     # instead supply fixed readings as `state`, which then nothing updates.
@@ -176,7 +172,7 @@ def build_gateway(
     if access is not None:
         recorder = AccessLog(recorder, access)
     engine = Engine(
-        transport=upstream,
+        transport=client,
         timeouts=settings.timeouts,
         recorder=recorder,
         quota=observer,
@@ -190,7 +186,6 @@ def build_gateway(
     background: list[asyncio.Task[None]] = []
 
     async def startup() -> None:
-        await upstream.start()
         await client.start()
         # Never raises: an unreachable Redis or PostgreSQL leaves its store degraded.
         await stores.start(clock.now())
@@ -203,7 +198,6 @@ def build_gateway(
     async def shutdown() -> None:
         for task in background:
             task.cancel()
-        await upstream.close()
         await client.close()
         # What the shared store has not written yet goes before the link closes.
         await _stop_sharing(quota)
@@ -263,7 +257,7 @@ def _live_quota(
     connections: dict[str, Connection],
     roster: Roster,
     stores: Stores,
-    client: AiohttpTransport,
+    client: Http11Transport,
     clock: Clock,
 ) -> _LiveQuota:
     link = stores.link

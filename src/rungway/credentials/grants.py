@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
-import aiohttp
 import orjson
 
 from rungway.credentials.logins import jwt_expiry
@@ -185,6 +184,10 @@ def _copilot_token(
 
 async def send_token_request(request: TokenRequest) -> tuple[int, Mapping[str, str], bytes]:
     """Send `request` and return (status, headers, body); raises `OSError` on failure."""
+    # Deferred: a token is renewed now and then, and aiohttp costs some 100 ms of every
+    # start of a gateway that may never renew one.
+    import aiohttp  # noqa: PLC0415
+
     timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
     try:
         async with (

@@ -3,8 +3,7 @@
 In the spirit of httpx's `BaseTransport`: `send` returns once the response headers have
 arrived, and the response hands out its body whole or piece by piece. The engine knows
 only these types; the gateway's HTTP/1.1 client (`rungway.transport.http11`) implements
-them, as do the aiohttp client (`rungway.transport.aiohttp`, which also reads usage
-endpoints) and a transport that calls a simulated upstream in the same process (tests).
+them, and so does a transport that calls a simulated upstream in the same process (tests).
 
 A transport states its failures in two exceptions, already in the words a user needs:
 `UpstreamTimeout` and `UpstreamUnreachable`. Anything else it raises is a fault.

@@ -1,11 +1,12 @@
-"""The engine's transport: a keep-alive HTTP/1.1 client on asyncio protocols and httptools.
+"""The gateway's upstream client: keep-alive HTTP/1.1 on asyncio protocols and httptools.
 
-It carries every model request upstream: one POST, its head and body written in one call,
-the answer parsed by httptools (the parser the gateway's own server uses). Connections
-are kept per upstream (scheme, host, port) and reused last-in first-out; one idle past
-`KEEPALIVE_S` is closed rather than reused. It does only what the engine needs, which
-makes a request cost about a sixth of what a general client spends on it
-(`bench/http_cost.py`): no cookies, redirects, proxies, compression or retries.
+It carries every model request upstream (the engine's transport) and every read of a
+plan's usage endpoint: the head and body written in one call, the answer parsed by
+httptools (the parser the gateway's own server uses). Connections are kept per upstream
+(scheme, host, port) and reused last-in first-out; one idle past `KEEPALIVE_S` is closed
+rather than reused. It does only what the gateway needs, which makes a request cost
+about a third of what a general client spends on it (`bench/http_cost.py`): no cookies,
+redirects, proxies, compression or retries.
 
 Timeouts: connect, first byte (from the request's write to the answer's head) and idle
 (while a read of the body waits for data). Failures surface as the port's
@@ -43,14 +44,15 @@ _FIXED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "conn
 
 @dataclass(frozen=True, slots=True)
 class _Target:
-    """What a URL's requests need: the pool key, the address and the request line."""
+    """What a URL's requests need: the pool key, the address, and what follows the
+    method in the request's head."""
 
     key: tuple[str, str, int]
     host: str
     port: int
     tls: bool
     start: str
-    """The request line and Host header."""
+    """The rest of the request line (` /path?query HTTP/1.1`) and the Host header."""
 
 
 class _Lost(Exception):
@@ -82,19 +84,34 @@ class Http11Transport:
 
     async def send(self, request: UpstreamRequest) -> Http11Response:
         """POST `request` and return once the answer's head has arrived."""
+        return await self._request("POST", request.url, request.headers, request.body)
+
+    async def get(
+        self, url: str, headers: Mapping[str, str], deadline_s: float, body: bytes | None = None
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """GET `url` (a usage endpoint), or POST `body` to it when given (an endpoint read by
+        POST), and read the whole answer within `deadline_s`; past it, `TimeoutError`."""
+        method = "GET" if body is None else "POST"
+        async with asyncio.timeout(deadline_s):
+            response = await self._request(method, url, headers, body)
+            return response.status, response.headers, await response.read()
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
+    ) -> Http11Response:
         if not self._open:
             raise RuntimeError("Http11Transport.start() was not called")
-        target = self._target(request.url)
-        head = _head(target, request.headers, len(request.body))
+        target = self._target(url)
+        head = _head(method, target, headers, body)
         connection = self._reuse(target.key) or await self._connect(target)
         connection.begin()
-        connection.transport.writelines((head, request.body))
+        connection.transport.writelines((head, body or b""))
         try:
-            status, headers = await connection.head(self.timeouts.first_byte_s)
+            status, answer = await connection.head(self.timeouts.first_byte_s)
         except BaseException:
             connection.close()
             raise
-        return Http11Response(status, headers, connection, self, self.timeouts.idle_s)
+        return Http11Response(status, answer, connection, self, self.timeouts.idle_s)
 
     def give_back(self, connection: _Connection) -> None:
         """Keep a connection whose answer was read whole for the next request."""
@@ -428,15 +445,16 @@ def _parse(url: str) -> _Target:
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ValueError(f"not an http(s) URL: {url!r}")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    start = f"POST {parsed.raw_path_qs} HTTP/1.1\r\nHost: {parsed.host_port_subcomponent}\r\n"
+    start = f" {parsed.raw_path_qs} HTTP/1.1\r\nHost: {parsed.host_port_subcomponent}\r\n"
     return _Target(
         (parsed.scheme, parsed.host, port), parsed.host, port, parsed.scheme == "https", start
     )
 
 
-def _head(target: _Target, headers: Mapping[str, str], length: int) -> bytes:
-    """The request's head: the request line, Host, its own headers, then the length."""
-    lines = [target.start]
+def _head(method: str, target: _Target, headers: Mapping[str, str], body: bytes | None) -> bytes:
+    """The request's head: the request line, Host, its own headers, then the body's length
+    (none for a request without a body)."""
+    lines = [method, target.start]
     encoding = accept = False
     for name, value in headers.items():
         if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
@@ -451,7 +469,7 @@ def _head(target: _Target, headers: Mapping[str, str], length: int) -> bytes:
         lines.append("Accept: */*\r\n")
     if not encoding:
         lines.append("Accept-Encoding: identity\r\n")
-    lines.append(f"Content-Length: {length}\r\n\r\n")
+    lines.append("\r\n" if body is None else f"Content-Length: {len(body)}\r\n\r\n")
     return "".join(lines).encode("utf-8")
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 SERVING_NEEDS_NONE_OF = (
+    "aiohttp",
     "redis",
     "asyncpg",
     "cryptography",
@@ -22,7 +23,7 @@ SERVING_NEEDS_NONE_OF = (
     "matplotlib",
 )
 """Modules only a cluster (`state.store: redis`, `ledger.postgres`), a credential store,
-`demo`, `sim-upstream` or `whatif` needs."""
+a token renewal, `demo`, `sim-upstream` or `whatif` needs."""
 
 # `rungway serve` run as the command line runs it, up to the point where it would start
 # serving: the gateway is built, the banner shown; then the modules loaded are printed.

@@ -1,16 +1,15 @@
 """The contract every upstream transport keeps, whatever HTTP client it is built on.
 
-Each test runs once per transport (`aiohttp`, `http11`) against a raw asyncio server in the
-same event loop, so the test controls every byte the transport reads, and sees every byte
-it writes. The transports are reached only through the port (`rungway.engine.transport`):
-`send` a request, then read its `UpstreamResponse`, and fail as `UpstreamTimeout` or
-`UpstreamUnreachable` in the words the gateway relays to users.
+Each test runs the gateway's transport (`rungway.transport.http11`) against a raw asyncio
+server in the same event loop, so the test controls every byte the transport reads, and
+sees every byte it writes. The transport is reached only through the port
+(`rungway.engine.transport`): `send` a request, then read its `UpstreamResponse`, and fail
+as `UpstreamTimeout` or `UpstreamUnreachable` in the words the gateway relays to users.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import socket
 import time
@@ -25,7 +24,7 @@ import uvloop
 from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
 from rungway.engine.transport import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
-from rungway.transport.aiohttp import AiohttpTransport
+from rungway.transport.http11 import Http11Transport
 
 JSON = b'{"id":"chatcmpl-1","usage":{"prompt_tokens":3,"completion_tokens":2}}'
 
@@ -46,35 +45,10 @@ class _Transport(Protocol):
 _Factory = Callable[[TimeoutSettings], _Transport]
 
 
-def _aiohttp() -> _Factory:
-    return AiohttpTransport
-
-
-def _http11() -> _Factory:
-    name = "rungway.transport.http11"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        if error.name != name:
-            raise
-    else:
-        factory: _Factory = module.Http11Transport
-        return factory
-
-    # Missing, the transport fails each test (in its body, not its setup), never skips it.
-    def missing(timeouts: TimeoutSettings) -> _Transport:
-        pytest.fail(f"{name} does not exist yet: no Http11Transport to test", pytrace=False)
-
-    return missing
-
-
-_TRANSPORTS: dict[str, Callable[[], _Factory]] = {"aiohttp": _aiohttp, "http11": _http11}
-
-
-@pytest.fixture(params=sorted(_TRANSPORTS))
-def make(request: pytest.FixtureRequest) -> _Factory:
+@pytest.fixture
+def make() -> _Factory:
     """The transport class under test (called with its `TimeoutSettings`)."""
-    return _TRANSPORTS[request.param]()
+    return Http11Transport
 
 
 def _run(scenario: Coroutine[Any, Any, None]) -> None:
@@ -623,16 +597,10 @@ def test_a_stream_gone_idle_is_a_timeout(make: _Factory) -> None:
 
 
 def test_idle_s_applies_from_the_headers_even_when_data_came_with_them(
-    make: _Factory, request: pytest.FixtureRequest
+    make: _Factory,
 ) -> None:
-    if make is _aiohttp():
-        # aiohttp arms its read timer when bytes arrive; the transport narrows the timeout
-        # to idle_s only after the headers, so when the headers and the first chunk come in
-        # one read the timer armed for first_byte_s stays until the next bytes arrive.
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="aiohttp: first_byte_s stays in force")
-        )
-
+    # The headers and the first chunk come in one read, then nothing: the idle timeout,
+    # not the first-byte one, ends the wait.
     async def handler(conn: _Conn, request: _Request) -> None:
         conn.write(_CHUNKED_HEAD + _chunk(b"data: first\n\n"))
 

@@ -1,16 +1,18 @@
-"""The upstream transport asks for answers it can read: never a compressed one."""
+"""The upstream client asks for answers it can read, and reads the plans' usage endpoints."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
+import time
+from collections.abc import Mapping
 from typing import cast
 
 import uvloop
 
 from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
-from rungway.transport.aiohttp import AiohttpTransport
+from rungway.transport.http11 import Http11Transport
 
 BODY = b'{"usage":{"prompt_tokens":3,"completion_tokens":2}}'
 
@@ -28,6 +30,9 @@ class _Compressing(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         head = data.partition(b"\r\n\r\n")[0].lower()
+        if head.startswith(b"get /slow"):
+            self._heads.append(head)
+            return  # never answers
         self._heads.append(head)
         accepts = next(
             (line for line in head.split(b"\r\n") if line.startswith(b"accept-encoding:")), b""
@@ -46,7 +51,7 @@ async def _send_once(heads: list[bytes]) -> tuple[bytes, str | None]:
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: _Compressing(heads), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    transport = AiohttpTransport(TimeoutSettings())
+    transport = Http11Transport(TimeoutSettings())
     await transport.start()
     try:
         request = UpstreamRequest(
@@ -67,3 +72,54 @@ def test_answers_come_uncompressed_so_the_engine_can_read_them() -> None:
     assert body == BODY
     assert encoding is None
     assert b"accept-encoding: identity" in heads[0]
+
+
+Answer = tuple[int, Mapping[str, str], bytes]
+
+
+async def _get(
+    heads: list[bytes], path: str, body: bytes | None, deadline_s: float
+) -> Answer | TimeoutError:
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: _Compressing(heads), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport = Http11Transport(TimeoutSettings())
+    await transport.start()
+    try:
+        url = f"http://127.0.0.1:{port}{path}"
+        return await transport.get(url, {"authorization": "Bearer t"}, deadline_s, body)
+    except TimeoutError as error:
+        return error
+    finally:
+        await transport.close()
+        server.close()
+
+
+def test_a_usage_endpoint_is_read_by_get_without_a_body() -> None:
+    heads: list[bytes] = []
+    answer = uvloop.run(_get(heads, "/api/usage?x=1", None, 5.0))
+    assert not isinstance(answer, TimeoutError)
+    status, headers, body = answer
+    assert (status, body) == (200, BODY)
+    assert headers["Content-Type"] == "application/json"
+    assert heads[0].startswith(b"get /api/usage?x=1 http/1.1\r\n")
+    assert b"content-length" not in heads[0]
+    assert b"authorization: bearer t" in heads[0]
+
+
+def test_a_usage_endpoint_read_by_post_sends_its_body() -> None:
+    heads: list[bytes] = []
+    answer = uvloop.run(_get(heads, "/v1internal:retrieveUserQuota", b"{}", 5.0))
+    assert not isinstance(answer, TimeoutError)
+    status, _, body = answer
+    assert (status, body) == (200, BODY)
+    assert heads[0].startswith(b"post /v1internal:retrieveuserquota http/1.1\r\n")
+    assert b"content-length: 2" in heads[0]
+
+
+def test_a_usage_read_past_its_deadline_is_a_timeout() -> None:
+    heads: list[bytes] = []
+    started = time.monotonic()
+    outcome = uvloop.run(_get(heads, "/slow", None, 0.2))
+    assert isinstance(outcome, TimeoutError)
+    assert time.monotonic() - started < 2
