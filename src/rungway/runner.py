@@ -147,8 +147,13 @@ class JoinedHeadProtocol(HttpToolsProtocol):
         """Give the request's cycle a transport that joins the head to the body."""
         super().on_headers_complete()
         cycle = self.cycle
-        # The new request's cycle, unless the head asked for an upgrade (there is none).
-        if cycle is not None and cycle.transport is self.transport:
+        # The new request's cycle, unless the head asked for an upgrade (there is none). A
+        # HEAD request's answer is its head alone: uvicorn writes no body to join it to.
+        if (
+            cycle is not None
+            and cycle.transport is self.transport
+            and cycle.scope["method"] != "HEAD"
+        ):
             cycle.transport = _JoinedHead(self.transport)
 
 

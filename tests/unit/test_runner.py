@@ -133,3 +133,15 @@ def test_a_stream_head_arrives_before_its_slow_body(server: BackgroundServer) ->
             first += client.recv(65536)
         assert b"transfer-encoding: chunked" in first
         assert not first.endswith(b"b\r\n0\r\n\r\n")  # the last part waits 0.3 s
+
+
+def test_a_head_request_gets_its_head_at_once(server: BackgroundServer) -> None:
+    # uvicorn writes no body for HEAD: a held head would never leave.
+    with socket.create_connection(_address(server.url), timeout=5) as client:
+        for _ in range(2):
+            client.sendall(b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
+            data = b""
+            while not data.endswith(b"\r\n\r\n"):
+                data += client.recv(65536)
+            assert data.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert b"content-length: 11\r\n" in data
