@@ -368,12 +368,6 @@ class _Connection(asyncio.Protocol):
         else:
             self._lose("the upstream closed the connection")
 
-    def pause_writing(self) -> None:
-        """Requests are written whole; nothing waits on a full buffer."""
-
-    def resume_writing(self) -> None:
-        """See `pause_writing`."""
-
     # httptools' callbacks.
 
     def on_header(self, name: bytes, value: bytes) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import cast
 
 import uvloop
@@ -47,23 +48,28 @@ class _Compressing(asyncio.Protocol):
         )
 
 
-async def _send_once(heads: list[bytes]) -> tuple[bytes, str | None]:
+@asynccontextmanager
+async def _serving(heads: list[bytes]) -> AsyncIterator[tuple[Http11Transport, str]]:
+    """A started transport, and the base URL of a `_Compressing` server noting `heads`."""
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: _Compressing(heads), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     transport = Http11Transport(TimeoutSettings())
     await transport.start()
     try:
-        request = UpstreamRequest(
-            f"http://127.0.0.1:{port}/v1/chat/completions",
-            {"content-type": "application/json"},
-            b"{}",
-        )
-        response = await transport.send(request)
-        return await response.read(), response.headers.get("content-encoding")
+        yield transport, f"http://127.0.0.1:{port}"
     finally:
         await transport.close()
         server.close()
+
+
+async def _send_once(heads: list[bytes]) -> tuple[bytes, str | None]:
+    async with _serving(heads) as (transport, base):
+        request = UpstreamRequest(
+            f"{base}/v1/chat/completions", {"content-type": "application/json"}, b"{}"
+        )
+        response = await transport.send(request)
+        return await response.read(), response.headers.get("content-encoding")
 
 
 def test_answers_come_uncompressed_so_the_engine_can_read_them() -> None:
@@ -80,19 +86,11 @@ Answer = tuple[int, Mapping[str, str], bytes]
 async def _get(
     heads: list[bytes], path: str, body: bytes | None, deadline_s: float
 ) -> Answer | TimeoutError:
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: _Compressing(heads), "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    transport = Http11Transport(TimeoutSettings())
-    await transport.start()
-    try:
-        url = f"http://127.0.0.1:{port}{path}"
-        return await transport.get(url, {"authorization": "Bearer t"}, deadline_s, body)
-    except TimeoutError as error:
-        return error
-    finally:
-        await transport.close()
-        server.close()
+    async with _serving(heads) as (transport, base):
+        try:
+            return await transport.get(base + path, {"authorization": "Bearer t"}, deadline_s, body)
+        except TimeoutError as error:
+            return error
 
 
 def test_a_usage_endpoint_is_read_by_get_without_a_body() -> None:
