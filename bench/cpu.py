@@ -167,16 +167,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         overhead._processes() as running,
     ):
         folder = Path(tmp)
-        upstreams: dict[str, str] = {}
-        for api in overhead.APIS:
-            port = overhead._free_port()
-            scenario = _scenario(folder, api.scenario, args.chunks)
-            process = overhead._spawn(
-                ["sim-upstream", "--scenario", str(scenario), "--port", str(port)]
-            )
-            running.append(process)
-            upstreams[api.name] = f"http://127.0.0.1:{port}"
-            overhead._wait_http(f"{upstreams[api.name]}/_sim/state", process)
+        upstreams = overhead._start_upstreams(
+            running, lambda api: _scenario(folder, api.scenario, args.chunks)
+        )
         for budgets in (False, True):
             gateway_folder = folder / ("budgets" if budgets else "plain")
             gateway_folder.mkdir()

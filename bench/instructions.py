@@ -90,14 +90,7 @@ def run(
         overhead._processes() as running,
     ):
         folder = Path(tmp)
-        upstreams: dict[str, str] = {}
-        for api in overhead.APIS:
-            port = overhead._free_port()
-            scenario = str(HERE / "scenarios" / api.scenario)
-            process = overhead._spawn(["sim-upstream", "--scenario", scenario, "--port", str(port)])
-            running.append(process)
-            upstreams[api.name] = f"http://127.0.0.1:{port}"
-            overhead._wait_http(f"{upstreams[api.name]}/_sim/state", process)
+        upstreams = overhead._start_upstreams(running)
         port = overhead._free_port()
         config = overhead._gateway_config(folder, upstreams, port, budgets)
         gateway = subprocess.Popen(

@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -231,6 +231,22 @@ def _gateway_config(folder: Path, upstreams: dict[str, str], port: int, budgets:
     path = folder / "rungway.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def _start_upstreams(
+    running: list[subprocess.Popen[bytes]],
+    scenario: Callable[[Api], Path] = lambda api: HERE / "scenarios" / api.scenario,
+) -> dict[str, str]:
+    """One simulated upstream per API, each serving `scenario(api)`, added to `running`
+    and answering; their base URLs by API name."""
+    upstreams: dict[str, str] = {}
+    for api in APIS:
+        port = _free_port()
+        process = _spawn(["sim-upstream", "--scenario", str(scenario(api)), "--port", str(port)])
+        running.append(process)
+        upstreams[api.name] = f"http://127.0.0.1:{port}"
+        _wait_http(f"{upstreams[api.name]}/_sim/state", process)
+    return upstreams
 
 
 @dataclass(frozen=True)
@@ -430,21 +446,7 @@ def run(
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="rungway-bench-") as tmp, _processes() as running:
         folder = Path(tmp)
-        upstreams: dict[str, str] = {}
-        for api in APIS:
-            port = _free_port()
-            process = _spawn(
-                [
-                    "sim-upstream",
-                    "--scenario",
-                    str(HERE / "scenarios" / api.scenario),
-                    "--port",
-                    str(port),
-                ]
-            )
-            running.append(process)
-            upstreams[api.name] = f"http://127.0.0.1:{port}"
-            _wait_http(f"{upstreams[api.name]}/_sim/state", process)
+        upstreams = _start_upstreams(running)
         gateway_port = _free_port()
         config = _gateway_config(folder, upstreams, gateway_port, budgets)
         gateway = _spawn(["serve", "--config", str(config), *(["--quiet"] if quiet else [])])
