@@ -30,7 +30,9 @@ _UPSTREAMS = (
 
 
 def demo(
-    port: Annotated[int, typer.Option(help="Port for the gateway (0 picks a free one).")] = 4141,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port for the gateway (0 picks a free one).")
+    ] = 4141,
     data_dir: Annotated[
         Path | None,
         typer.Option(

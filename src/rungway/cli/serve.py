@@ -53,7 +53,9 @@ WorkersOption = Annotated[
 def serve(  # noqa: PLR0917 (typer maps each parameter to an option)
     config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="Bind address (overrides server.host).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (overrides server.port).")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="Port (overrides server.port).")
+    ] = None,
     log_format: LogFormatOption = "text",
     quiet: QuietOption = False,
     workers: WorkersOption = 1,

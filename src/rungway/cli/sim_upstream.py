@@ -48,7 +48,9 @@ def sim_upstream(
             help="Scenario YAML file, or the name of a built-in one (e.g. claude-plan).",
         ),
     ],
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0 picks one).")],
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0 picks one).")
+    ],
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     canned: Annotated[
         bool,
