@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 from collections import deque
 from collections.abc import Sequence
+from ssl import SSLContext
 from typing import Any, cast
 
 import hiredis
@@ -30,19 +31,24 @@ from redis import exceptions as rx
 
 
 class RespChannel:
-    """One pipelined connection to Redis for the request path's script calls."""
+    """One pipelined connection to Redis for the request path's script calls: TCP to
+    `host:port` (TLS with an `ssl` context), or a unix socket at `path`."""
 
     def __init__(
         self,
         host: str,
         port: int,
         *,
+        path: str | None = None,
+        ssl: SSLContext | None = None,
         db: int = 0,
         username: str | None = None,
         password: str | None = None,
         timeout_s: float = 0.5,
     ) -> None:
         self._address = (host, port)
+        self._path = path
+        self._ssl = ssl
         self._hello: list[tuple[Any, ...]] = []
         if password is not None:
             self._hello.append(
@@ -53,6 +59,14 @@ class RespChannel:
         self._timeout_s = timeout_s
         self._protocol: _Replies | None = None
         self._connecting: asyncio.Lock | None = None
+
+    @property
+    def address(self) -> str:
+        """Where it connects, as the operator wrote it (never a password)."""
+        if self._path is not None:
+            return f"unix:{self._path}"
+        host, port = self._address
+        return f"{host}:{port}"
 
     async def call(self, *args: str | int | bytes) -> Any:
         """Send one command and return its reply; raises as redis-py would."""
@@ -76,12 +90,16 @@ class RespChannel:
             loop = asyncio.get_running_loop()
             try:
                 async with asyncio.timeout(self._timeout_s):
-                    _, protocol = await loop.create_connection(_Replies, *self._address)
+                    if self._path is not None:
+                        _, protocol = await loop.create_unix_connection(_Replies, self._path)
+                    else:
+                        _, protocol = await loop.create_connection(
+                            _Replies, *self._address, ssl=self._ssl
+                        )
                     for command in self._hello:
                         await protocol.send(_packed(command), self._timeout_s)
-            except (OSError, TimeoutError) as error:
-                host, port = self._address
-                raise rx.ConnectionError(f"Error connecting to {host}:{port}: {error}") from None
+            except (OSError, TimeoutError) as error:  # ssl.SSLError is an OSError
+                raise rx.ConnectionError(f"Error connecting to {self.address}: {error}") from None
             self._protocol = protocol
             return protocol
 

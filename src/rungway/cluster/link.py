@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 import redis.asyncio as redis
+from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
@@ -56,18 +57,9 @@ class RedisLink:
             retry_on_timeout=False,
             health_check_interval=0,
         )
-        kwargs = self.client.connection_pool.connection_kwargs
-        host, port = str(kwargs.get("host", "localhost")), int(kwargs.get("port", 6379))
-        self.address = f"{host}:{port}"
-        self.channel = RespChannel(
-            host,
-            port,
-            db=int(kwargs.get("db", 0)),
-            username=kwargs.get("username"),
-            password=kwargs.get("password"),
-            timeout_s=timeout_s,
-        )
+        self.channel = channel_of(self.client.connection_pool, timeout_s)
         """The request path's pipelined connection, for its one script call."""
+        self.address = self.channel.address
         self._retry_s = retry_s
         self._joined: list[Joined] = []
         self._up = False
@@ -169,6 +161,30 @@ class RedisLink:
         self._up = True
         self._down_since = None
         self._error = ""
+
+
+def channel_of(pool: redis.ConnectionPool, timeout_s: float) -> RespChannel:
+    """A pipelined channel to the Redis `pool` connects to, read from redis-py's own
+    parse of the URL: plain TCP, TLS (`rediss://`, its `ssl_*` parameters) or a unix socket
+    (`unix://`)."""
+    kwargs = pool.connection_kwargs
+    kind = pool.connection_class
+    ssl = None
+    if issubclass(kind, SSLConnection):
+        # The context redis-py would build from the same parameters (CA, verify mode,
+        # client certificate, hostname check); making the object opens no socket.
+        ssl = kind(**kwargs).ssl_context.get()
+    path = str(kwargs["path"]) if issubclass(kind, UnixDomainSocketConnection) else None
+    return RespChannel(
+        str(kwargs.get("host", "localhost")),
+        int(kwargs.get("port", 6379)),
+        path=path,
+        ssl=ssl,
+        db=int(kwargs.get("db", 0)),
+        username=kwargs.get("username"),
+        password=kwargs.get("password"),
+        timeout_s=timeout_s,
+    )
 
 
 def _reason(error: BaseException) -> str:
