@@ -81,6 +81,11 @@ def _postgres_finding(dsn: str, timeout: float) -> Finding:
 
     try:
         asyncio.run(ping())
+    except asyncpg.InvalidCatalogNameError:
+        from rungway.ledger.drain import missing_database  # noqa: PLC0415 - with asyncpg
+
+        fix = "rows wait in the local ledger until it exists"
+        return Finding(Level.FAIL, subject, missing_database(dsn), fix)
     except (TimeoutError, OSError, asyncpg.PostgresError) as error:
         fix = "start it or correct ledger.postgres.dsn; rows wait in the local ledger meanwhile"
         return Finding(Level.FAIL, subject, f"does not answer: {_line(error)}", fix)

@@ -148,10 +148,9 @@ class RedisBudget:
             except UNREACHABLE as error:
                 link.lost(error)
                 return self._unavailable(account, key)
-            except LedgerUnreadable:
-                # Nothing to hold against: the spend is unknown.
-                log.exception("budget: could not seed %s's spend", account.name)
-                return self._unavailable(account, key)
+            except LedgerUnreadable as error:
+                # Nothing to hold against: the spend is unknown (the writer said why, once).
+                return self._unavailable(account, key, f"the ledger: {error.reason}")
         else:
             return self._unavailable(account, key)
         for index, each in enumerate(accounts):
@@ -300,8 +299,9 @@ class RedisBudget:
             await self.refresh(now)
         except UNREACHABLE:
             raise
+        except LedgerUnreadable:
+            pass  # it must not keep the link down: a reserve seeds later (the writer said why)
         except Exception:
-            # A ledger that cannot be read must not keep the link down: a reserve seeds later.
             log.exception("budget: could not seed or replay on joining redis")
 
     async def _refresh_forever(self) -> None:
@@ -313,6 +313,8 @@ class RedisBudget:
                 await self.refresh(self._clock.now())
             except UNREACHABLE as error:
                 self._link.lost(error)
+            except LedgerUnreadable:
+                pass  # the writer said why; the next refresh or reserve seeds again
             except Exception:
                 log.exception("budget: refreshing the mirror from redis failed")
 
@@ -374,6 +376,9 @@ class RedisBudget:
             else:
                 account.seen = (start, spent, max(0.0, reserved + held))
 
-    def _unavailable(self, account: Account, key: Account | None) -> BudgetUnavailable:
+    def _unavailable(
+        self, account: Account, key: Account | None, store: str | None = None
+    ) -> BudgetUnavailable:
         budgeted = account if account.budget is not None or key is None else key
-        return BudgetUnavailable(budgeted.grouping, budgeted.name, f"redis at {self._link.address}")
+        where = store or f"redis at {self._link.address}"
+        return BudgetUnavailable(budgeted.grouping, budgeted.name, where)

@@ -54,6 +54,11 @@ _KEEP_PAST_PERIOD_S: Final = 7 * 86_400
 class LedgerUnreadable(Exception):
     """The ledger that seeds a period's spend could not be read."""
 
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the ledger could not be read to seed spend: {reason}")
+        self.reason = reason
+        """Why, in one line, as the operator and a refused client should read it."""
+
 
 @dataclass(frozen=True, slots=True)
 class Target:
@@ -113,6 +118,8 @@ class SpendWriter:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._stopping = False
+        self._unreadable = False
+        """The last seed failed to read the ledger (said once, until one succeeds)."""
 
     @property
     def pending(self) -> int:
@@ -154,8 +161,9 @@ class SpendWriter:
                 await self.flush()
             except UNREACHABLE as error:
                 self._link.lost(error)
-            except Exception:
-                log.exception("budget: sending queued changes to redis failed")
+            except Exception as error:
+                if not isinstance(error, LedgerUnreadable):  # which the seed said, once
+                    log.exception("budget: sending queued changes to redis failed")
                 await asyncio.sleep(1.0)
                 self._wake.set()
 
@@ -227,9 +235,19 @@ class SpendWriter:
             figures = await asyncio.to_thread(self._read_ledger, absent)
         except Exception as error:
             # Told apart from Redis's own errors: the link is fine, the ledger is not.
-            raise LedgerUnreadable(
-                f"the ledger could not be read to seed spend: {error}"
-            ) from error
+            reason = " ".join(str(error).split())[:300] or type(error).__name__
+            if not self._unreadable:
+                # One line per failing spell: every reserve meanwhile would say it again.
+                log.warning(
+                    "budget: budgeted paid rungs refuse until their spend can be read "
+                    "from the ledger: %s",
+                    reason,
+                )
+                self._unreadable = True
+            raise LedgerUnreadable(reason) from None
+        if self._unreadable:
+            log.warning("budget: the ledger can be read again; budgets hold once more")
+            self._unreadable = False
         now = self._clock.now()
         calls = []
         for target in absent:

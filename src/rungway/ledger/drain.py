@@ -38,11 +38,29 @@ BATCH = 500
 
 def address_of(dsn: str) -> str:
     """`host:port/db` of a DSN, without its user or password."""
+    host, database = _server_of(dsn), _database_of(dsn)
+    return f"{host}/{database}"
+
+
+def missing_database(dsn: str) -> str:
+    """What to tell the operator when the DSN's database does not exist on its server."""
+    database = _database_of(dsn)
+    return (
+        f"the PostgreSQL database '{database}' does not exist at {_server_of(dsn)}; "
+        f"create it with `createdb {database}`"
+    )
+
+
+def _server_of(dsn: str) -> str:
     parts = urlsplit(dsn)
     host = parts.hostname or "localhost"
     host = f"[{host}]" if ":" in host else host
-    database = parts.path.lstrip("/") or parts.username or "postgres"
-    return f"{host}:{parts.port or 5432}/{database}"
+    return f"{host}:{parts.port or 5432}"
+
+
+def _database_of(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    return parts.path.lstrip("/") or parts.username or "postgres"
 
 
 class OutboxDrain:
@@ -72,6 +90,8 @@ class OutboxDrain:
         self._up = False
         self._down_since = time.time()
         self._error = "not yet reached"
+        self._missing = False
+        """The last failure was the database itself missing: the operator must create it."""
         self.waiting = 0
         """Rows in the outbox, as of the last look."""
         name = quoted(schema)
@@ -95,6 +115,11 @@ class OutboxDrain:
         rows = f"{self.waiting} rows waiting"
         if self._up:
             return StoreHealth("postgres", True, f"postgres at {self.address}: {rows}")
+        if self._missing:
+            # Not "unreachable": the server answers, and no retry helps until it exists.
+            return StoreHealth(
+                "postgres", False, f"{self._error} ({rows} in the local ledger meanwhile)"
+            )
         ago = max(0, round(time.time() - self._down_since))
         return StoreHealth(
             "postgres",
@@ -235,11 +260,19 @@ class OutboxDrain:
             if self._error != "not yet reached":
                 log.warning("ledger: postgres at %s answers again; rows drain", self.address)
             self._up = True
+            self._missing = False
             self._error = ""
 
     def _lost(self, error: BaseException) -> None:
-        reason = " ".join(str(error).split())[:200] or type(error).__name__
-        if self._up or self._error == "not yet reached":
+        missing = isinstance(error, asyncpg.InvalidCatalogNameError)
+        if missing:
+            reason = missing_database(self._dsn)
+        else:
+            reason = " ".join(str(error).split())[:200] or type(error).__name__
+        if missing and not self._missing:
+            log.warning("ledger: %s", reason)  # once: each retry would only say it again
+            self._down_since = time.time()
+        elif self._up or self._error == "not yet reached" or (self._missing and not missing):
             log.warning(
                 "ledger: postgres at %s unreachable (%s); rows wait in %s",
                 self.address,
@@ -248,6 +281,7 @@ class OutboxDrain:
             )
             self._down_since = time.time()
         self._up = False
+        self._missing = missing
         self._error = reason
 
 
