@@ -177,6 +177,13 @@ def budget_store_unavailable(unchecked: BudgetUnavailable) -> Refusal:
         "refuse until it answers rather than spend unmetered: check that Redis is running "
         "and that state.redis.url points at it"
     )
+    if not unchecked.store.startswith("redis"):
+        # The spend could not be read from the ledger: Redis is not the one to blame.
+        message = (
+            f"the spend of {whose} cannot be read from {unchecked.store}, so its budget "
+            "cannot be checked and no other route could serve this request; budgeted paid "
+            "rungs refuse until it can rather than spend unmetered"
+        )
     return Refusal(503, message, code="budget_store_unavailable", retry_after_s=5.0)
 
 
