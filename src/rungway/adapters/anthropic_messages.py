@@ -25,7 +25,7 @@ from rungway.protocol.api import Api
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
-from rungway.protocol.usage import ReportedUsage
+from rungway.protocol.usage import CountReader, ReportedUsage
 from rungway.quota import (
     NO_OVERAGE,
     OverageReading,
@@ -238,17 +238,16 @@ def _error_object(body: bytes) -> dict[str, Any]:
 def _usage(raw: object, previous: ReportedUsage) -> ReportedUsage:
     if not isinstance(raw, dict):
         return previous
-
-    def pick(key: str, old: int) -> int:
-        value = raw.get(key)
-        return int(value) if isinstance(value, int) else old
-
+    # A stream's usage is cumulative: a count it leaves out keeps its earlier value, and a
+    # count that was once not a count leaves the whole reply's usage invalid.
+    pick = CountReader(previous.invalid)
     return ReportedUsage(
-        input_tokens=pick("input_tokens", previous.input_tokens),
-        output_tokens=pick("output_tokens", previous.output_tokens),
-        cache_read_tokens=pick("cache_read_input_tokens", previous.cache_read_tokens),
-        cache_write_tokens=pick("cache_creation_input_tokens", previous.cache_write_tokens),
+        input_tokens=pick(raw, "input_tokens", previous.input_tokens),
+        output_tokens=pick(raw, "output_tokens", previous.output_tokens),
+        cache_read_tokens=pick(raw, "cache_read_input_tokens", previous.cache_read_tokens),
+        cache_write_tokens=pick(raw, "cache_creation_input_tokens", previous.cache_write_tokens),
         reasoning_tokens=previous.reasoning_tokens,
+        invalid=pick.invalid,
     )
 
 

@@ -27,7 +27,7 @@ from rungway.adapters.gemini_errors import classify_google_failure, error_of, st
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure
 from rungway.protocol.sse import SseEvent
-from rungway.protocol.usage import ReportedUsage
+from rungway.protocol.usage import CountReader, ReportedUsage
 from rungway.quota import read_gemini_error, read_gemini_minute_window
 from rungway.routing.snapshot import QuotaWindow
 
@@ -205,18 +205,17 @@ def read_usage_metadata(raw: object, previous: ReportedUsage) -> ReportedUsage:
     """
     if not isinstance(raw, dict):
         return previous
-
-    def count(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) else 0
-
-    cached = count("cachedContentTokenCount")
-    thoughts = count("thoughtsTokenCount")
+    # Each chunk's metadata replaces the last; one that was not a count taints the reply.
+    count = CountReader(previous.invalid)
+    cached = count(raw, "cachedContentTokenCount")
+    thoughts = count(raw, "thoughtsTokenCount")
+    prompt = count(raw, "promptTokenCount")
     return ReportedUsage(
-        input_tokens=max(0, count("promptTokenCount") - cached) + count("toolUsePromptTokenCount"),
-        output_tokens=count("candidatesTokenCount") + thoughts,
+        input_tokens=max(0, prompt - cached) + count(raw, "toolUsePromptTokenCount"),
+        output_tokens=count(raw, "candidatesTokenCount") + thoughts,
         cache_read_tokens=cached,
         reasoning_tokens=thoughts,
+        invalid=count.invalid,
     )
 
 

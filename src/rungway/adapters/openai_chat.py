@@ -25,7 +25,7 @@ from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
-from rungway.protocol.usage import ReportedUsage
+from rungway.protocol.usage import ReportedUsage, reported_cost
 from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
 from rungway.translate.openai_chat_stream import read_usage as read_chat_usage
@@ -181,11 +181,5 @@ def _stream_failure(data: bytes) -> Failure | None:
 def _usage(raw: object) -> ReportedUsage:
     if not isinstance(raw, dict):
         return ReportedUsage()
-    return ReportedUsage.of(read_chat_usage(raw), _reported_cost(raw.get("cost")))
-
-
-def _reported_cost(value: object) -> float | None:
     # OpenRouter reports each request's cost in credits (US dollars) in `usage.cost`.
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return None
+    return ReportedUsage.of(read_chat_usage(raw), reported_cost(raw.get("cost")))

@@ -8,7 +8,10 @@ free rungs; the upstream's own figure where it reports one), and the list cost i
 same tokens cost metered. The hold is then settled to
 the incremental cost, or released if the attempt failed. An attempt whose outcome the
 gateway cannot know (it broke or was cancelled after its request went out) settles at its
-whole hold, as the upstream may have billed up to that.
+whole hold, as the upstream may have billed up to that. So does one whose upstream
+answered with usage that is not a token count (`ReportedUsage.invalid`): it was served and
+billed for an amount nobody can read, so it costs its ceiling, never less and never a
+credit.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Costs:
 
 
 NO_COST: Final = Costs(0.0, None)
+_MOST_USD: Final = 1e12
+"""More than any request can cost: a figure past it comes from numbers that are not counts."""
 _LIST_PRICES: Final = PriceBook()
 
 
@@ -48,6 +53,12 @@ class Spending:
         self._budget = budget
         self._prices = prices or PriceBook()
 
+    def ceiling(self, route: Route, sent: Mapping[str, Any], sent_bytes: int) -> float:
+        """The most an attempt on `route` sending `sent` (`sent_bytes` long) could cost."""
+        return cost_ceiling(
+            route.connection.provider, route.target.model, sent, sent_bytes, prices=self._prices
+        )
+
     async def hold(
         self, call: Call, route: Route, sent: Mapping[str, Any], sent_bytes: int, now: float
     ) -> Reservation | Shortfall | BudgetUnavailable | None:
@@ -57,9 +68,7 @@ class Spending:
             return None
         assert route.rung is not None
         connection = route.connection
-        ceiling = cost_ceiling(
-            connection.provider, route.target.model, sent, sent_bytes, prices=self._prices
-        )
+        ceiling = self.ceiling(route, sent, sent_bytes)
         held_for = HeldFor(
             call.request_id,
             call.started_at,
@@ -94,11 +103,24 @@ class Spending:
         now: float,
         *,
         overage: bool = False,
+        sent: tuple[Mapping[str, Any], int] | None = None,
     ) -> Costs:
         """Price the request's tokens and settle its hold to the incremental cost.
 
-        `overage`: the upstream served the request past the plan's quota and billed it."""
+        `overage`: the upstream served the request past the plan's quota and billed it.
+        `sent`: the body that went upstream and its length, which price the ceiling of a
+        billed request without a hold whose usage is invalid."""
         costs = price(route, usage, overage=overage, prices=self._prices)
+        # Counts are checked where they are read; this keeps any other way to a negative or
+        # non-finite figure from crediting a budget (the comparison is false for NaN).
+        if usage.invalid is not None or not 0.0 <= costs.incremental <= _MOST_USD:
+            billed = route.rung in PAID_RUNGS or overage
+            if reservation is not None:
+                costs = Costs(reservation.amount, None)
+            elif billed and sent is not None:
+                costs = Costs(self.ceiling(route, *sent), None)
+            else:
+                costs = NO_COST
         if reservation is not None:
             self._budget.settle(reservation, costs.incremental, now)
         elif costs.incremental and route.rung is not None:

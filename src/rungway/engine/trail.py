@@ -8,6 +8,7 @@ ended, settling the hold. A relayed stream ends through `stream_ended`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +23,9 @@ from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.spending import NO_COST, Spending
 from rungway.engine.state import QuotaObserver
 from rungway.protocol.failures import Failure
-from rungway.protocol.usage import ReportedUsage
+from rungway.protocol.usage import INVALID_USAGE, ReportedUsage
+
+log = logging.getLogger("rungway.engine")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,7 @@ class Trail:
     __slots__ = (
         "_books",
         "_route",
+        "_sent",
         "answered",
         "attempts",
         "call",
@@ -60,6 +64,8 @@ class Trail:
         self.plan = plan
         self._books = books
         self._route: Route | None = None
+        self._sent: tuple[Mapping[str, Any], int] | None = None
+        """The current attempt's body as it went upstream, and its length: its ceiling."""
         self.attempts: list[Attempt] = []
         self.usage = ReportedUsage()
         self.ttfb: float | None = None
@@ -99,6 +105,7 @@ class Trail:
         if isinstance(hold, Shortfall | BudgetUnavailable):
             return hold
         self.reservation, self.in_flight, self._route = hold, True, route
+        self._sent = (sent, sent_bytes)
         return None
 
     def release(self) -> None:
@@ -171,8 +178,16 @@ class Trail:
         if unknown:
             costs = books.spending.settle_unknown(reservation, books.clock.now())
         elif route is not None:
+            if self.usage.invalid is not None:
+                outcome = self._invalid_usage(route, outcome, status, reservation)
             costs = books.spending.settle(
-                call, route, self.usage, reservation, books.clock.now(), overage=self.overage
+                call,
+                route,
+                self.usage,
+                reservation,
+                books.clock.now(),
+                overage=self.overage,
+                sent=self._sent,
             )
         else:
             costs = NO_COST
@@ -202,6 +217,24 @@ class Trail:
             ),
             settles=reservation,
         )
+
+    def _invalid_usage(
+        self, route: Route, outcome: str, status: int, reservation: Reservation | None
+    ) -> str:
+        """Note the upstream's failure to report usage that can be read; the outcome the
+        request's row takes (`invalid_usage` for an answer that was otherwise whole)."""
+        detail = (
+            f"the upstream's usage is not a token count ({self.usage.invalid}); "
+            "the request is billed at its ceiling"
+        )
+        log.warning(
+            "request %s: %s sent usage that is not a token count (%s); billed at its ceiling",
+            self.call.request_id,
+            route.connection.id,
+            self.usage.invalid,
+        )
+        self.attempts.append(Attempt(route.connection.id, INVALID_USAGE, status, 0.0, detail))
+        return INVALID_USAGE if outcome == "ok" else outcome
 
     def _upstream_ms(self, now: float, *, served: bool) -> float:
         """The time spent waiting on upstreams (see `RequestRecord.upstream_ms`)."""

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import orjson
 
 from rungway.protocol.sse import SseEvent, encode_event
+from rungway.protocol.usage import CountReader
 from rungway.translate.canonical import (
     AFTER_THE_FINISH,
     ArgumentsDelta,
@@ -88,13 +89,15 @@ def message_id(reply_id: str) -> str:
 
 def read_usage(usage: dict[str, Any] | None) -> CanonicalUsage:
     """An Anthropic `usage` object as canonical usage (its `input_tokens` excludes cache)."""
-    if not usage:
+    if not isinstance(usage, dict):
         return CanonicalUsage()
+    count = CountReader()
     return CanonicalUsage(
-        input_tokens=usage.get("input_tokens") or 0,
-        output_tokens=usage.get("output_tokens") or 0,
-        cache_read_tokens=usage.get("cache_read_input_tokens") or 0,
-        cache_write_tokens=usage.get("cache_creation_input_tokens") or 0,
+        input_tokens=count(usage, "input_tokens"),
+        output_tokens=count(usage, "output_tokens"),
+        cache_read_tokens=count(usage, "cache_read_input_tokens"),
+        cache_write_tokens=count(usage, "cache_creation_input_tokens"),
+        invalid=count.invalid,
     )
 
 

@@ -170,6 +170,9 @@ class CanonicalUsage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    invalid: str | None = None
+    """The first field the upstream sent that is not a token count, which reads as 0
+    (`protocol.usage.CountReader`); None when every count was one."""
 
 
 @dataclass(frozen=True, slots=True)

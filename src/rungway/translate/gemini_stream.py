@@ -20,6 +20,7 @@ import orjson
 from rungway.protocol.failures import FailureClass
 from rungway.protocol.gemini import field
 from rungway.protocol.sse import SseEvent
+from rungway.protocol.usage import CountReader
 from rungway.translate.canonical import (
     AFTER_THE_FINISH,
     ArgumentsDelta,
@@ -95,16 +96,23 @@ def read_usage(usage: Any) -> CanonicalUsage:
     """`usageMetadata` as canonical usage."""
     if not isinstance(usage, dict):
         return CanonicalUsage()
-    prompt = int(field(usage, "promptTokenCount") or 0)
-    cached = int(field(usage, "cachedContentTokenCount") or 0)
-    tool_prompt = int(field(usage, "toolUsePromptTokenCount") or 0)
-    thoughts = int(field(usage, "thoughtsTokenCount") or 0)
-    candidates = int(field(usage, "candidatesTokenCount") or 0)
+    count = CountReader()
+
+    def read(name: str) -> int:
+        # `field` reads the camelCase name or its snake_case twin.
+        return count.check(field(usage, name), name)
+
+    prompt = read("promptTokenCount")
+    cached = read("cachedContentTokenCount")
+    tool_prompt = read("toolUsePromptTokenCount")
+    thoughts = read("thoughtsTokenCount")
+    candidates = read("candidatesTokenCount")
     return CanonicalUsage(
         input_tokens=max(0, prompt - cached) + tool_prompt,
         output_tokens=candidates + thoughts,
         cache_read_tokens=cached,
         reasoning_tokens=thoughts,
+        invalid=count.invalid,
     )
 
 

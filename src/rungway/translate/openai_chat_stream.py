@@ -20,6 +20,7 @@ from rungway.protocol import json_values
 from rungway.protocol.failures import FailureClass
 from rungway.protocol.openai_chat import stream_error_event
 from rungway.protocol.sse import DONE, SseEvent, encode_event
+from rungway.protocol.usage import CountReader
 from rungway.translate.canonical import (
     ArgumentsDelta,
     BlockStarted,
@@ -84,19 +85,19 @@ def read_usage(usage: dict[str, Any]) -> CanonicalUsage:
     """Chat usage as canonical usage: cached and cache-written tokens leave the input count."""
     prompt_details = json_values.mapping(usage.get("prompt_tokens_details"))
     output_details = json_values.mapping(usage.get("completion_tokens_details"))
+    count = CountReader()
     # DeepSeek reports cache hits at the top level instead of in prompt_tokens_details.
-    cached = json_values.count(prompt_details.get("cached_tokens")) or json_values.count(
-        usage.get("prompt_cache_hit_tokens")
-    )
-    written = json_values.count(prompt_details.get("cache_write_tokens")) or json_values.count(
-        prompt_details.get("cache_creation_tokens")
+    cached = count(prompt_details, "cached_tokens") or count(usage, "prompt_cache_hit_tokens")
+    written = count(prompt_details, "cache_write_tokens") or count(
+        prompt_details, "cache_creation_tokens"
     )
     return CanonicalUsage(
-        input_tokens=max(json_values.count(usage.get("prompt_tokens")) - cached - written, 0),
-        output_tokens=json_values.count(usage.get("completion_tokens")),
+        input_tokens=max(count(usage, "prompt_tokens") - cached - written, 0),
+        output_tokens=count(usage, "completion_tokens"),
         cache_read_tokens=cached,
         cache_write_tokens=written,
-        reasoning_tokens=json_values.count(output_details.get("reasoning_tokens")),
+        reasoning_tokens=count(output_details, "reasoning_tokens"),
+        invalid=count.invalid,
     )
 
 

@@ -29,6 +29,7 @@ from rungway.protocol.openai_responses import (
     usage_object,
 )
 from rungway.protocol.sse import SseEvent, encode_event
+from rungway.protocol.usage import CountReader
 from rungway.translate.canonical import (
     AFTER_THE_FINISH,
     ArgumentsDelta,
@@ -66,17 +67,19 @@ def read_usage(usage: object) -> CanonicalUsage:
     """Canonical usage for a response's `usage`: cached tokens are taken out of the input."""
     if not isinstance(usage, dict):
         return CanonicalUsage()
-    details = usage.get("input_tokens_details") or {}
-    cached = json_values.count(details.get("cached_tokens"))
-    writes = json_values.count(details.get("cache_write_tokens"))
+    details = json_values.mapping(usage.get("input_tokens_details"))
+    count = CountReader()
+    cached = count(details, "cached_tokens")
+    writes = count(details, "cache_write_tokens")
     return CanonicalUsage(
-        input_tokens=max(json_values.count(usage.get("input_tokens")) - cached - writes, 0),
-        output_tokens=json_values.count(usage.get("output_tokens")),
+        input_tokens=max(count(usage, "input_tokens") - cached - writes, 0),
+        output_tokens=count(usage, "output_tokens"),
         cache_read_tokens=cached,
         cache_write_tokens=writes,
-        reasoning_tokens=json_values.count(
-            (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
+        reasoning_tokens=count(
+            json_values.mapping(usage.get("output_tokens_details")), "reasoning_tokens"
         ),
+        invalid=count.invalid,
     )
 
 

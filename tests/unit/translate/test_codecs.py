@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rungway.protocol.api import Api
+from rungway.protocol.usage import MAX_TOKEN_COUNT
 from rungway.translate.canonical import (
     CanonicalUsage,
     Image,
@@ -430,7 +431,8 @@ USAGES = st.builds(
     lambda inp, out, read, write, reasoning: CanonicalUsage(
         inp, out, read, write, min(reasoning, out)
     ),
-    *[st.integers(0, 10**9)] * 5,
+    # A wire's prompt count is the sum of three of these, and must itself be a count.
+    *[st.integers(0, MAX_TOKEN_COUNT // 3)] * 5,
 )
 
 
