@@ -21,23 +21,19 @@ import ssl
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-import httptools
-from multidict import CIMultiDict
 from yarl import URL
 
 from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
 from rungway.engine.transport import BODY_LIMIT, UpstreamTimeout, UpstreamUnreachable
+from rungway.transport.connection import Connection as _Connection
+from rungway.transport.connection import Lost
 
 KEEPALIVE_S = 30.0
 """How long an idle connection is kept for reuse."""
 MAX_IDLE = 256
 """The most idle connections kept per upstream; more are closed as they come back."""
-_PAUSE_AT = 256 * 1024
-"""Buffered body bytes at which reading from the socket pauses until the reader catches up."""
-_RESUME_AT = 64 * 1024
 _FIXED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 """Request headers this client writes itself."""
 
@@ -53,10 +49,6 @@ class _Target:
     tls: bool
     start: str
     """The rest of the request line (` /path?query HTTP/1.1`) and the Host header."""
-
-
-class _Lost(Exception):
-    """The connection closed before the answer was whole; its message says how."""
 
 
 class Http11Transport:
@@ -210,21 +202,24 @@ class Http11Response:
             raise UpstreamUnreachable(f"the upstream sent a {declared}-byte body (limit {limit})")
         connection = self._connection
         idle = f"no data for {self._idle_s:g}s while reading the body"
+        # Read on past the stream's pause: the limit, not the reader, bounds what is kept.
+        connection.read_whole(limit)
         try:
-            while not connection.complete:
-                if connection.buffered > limit:
-                    break
+            while not connection.complete and connection.buffered <= limit:
                 await connection.more(self._idle_s, idle)
-        except _Lost as lost:
+        except Lost as lost:
             self.close()
             raise UpstreamUnreachable(f"connection lost while reading the body: {lost}") from None
         except BaseException:
             self.close()
             raise
-        body = connection.take()
-        if len(body) > limit:
+        if connection.buffered > limit:
             self.close()
-            raise UpstreamUnreachable(f"the upstream sent a {len(body)}-byte body (limit {limit})")
+            raise UpstreamUnreachable(
+                f"the upstream sent a body over its limit, refused at {connection.buffered} "
+                f"bytes (limit {limit})"
+            )
+        body = connection.take()
         self.release()
         return body
 
@@ -236,7 +231,7 @@ class Http11Response:
             idle = f"the stream was idle for {self._idle_s:g}s"
             try:
                 await connection.more(self._idle_s, idle)
-            except _Lost as lost:
+            except Lost as lost:
                 raise UpstreamUnreachable(f"the stream was cut off: {lost}") from None
         return connection.take()
 
@@ -254,184 +249,6 @@ class Http11Response:
                 self._pool.give_back(self._connection)
             else:
                 self._connection.close()
-
-
-class _Connection(asyncio.Protocol):
-    """One connection to an upstream, and the answer it is reading."""
-
-    def __init__(self, key: tuple[str, str, int]) -> None:
-        self.key = key
-        self.transport: asyncio.Transport = None  # type: ignore[assignment]
-        self.idle_since = 0.0
-        self.closed = False
-        self.complete = False
-        """The current answer has arrived whole."""
-        self.buffered = 0
-        """Body bytes received and not yet taken."""
-        self._parser = httptools.HttpResponseParser(self)
-        self._loop = asyncio.get_running_loop()
-        self._busy = False
-        self._chunks: list[bytes] = []
-        self._names: list[tuple[str, str]] = []
-        self._head: asyncio.Future[tuple[int, CIMultiDict[str]]] | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._delimited = False
-        """The answer says where its body ends (a length, or chunks); else the close does."""
-        self._keep_alive = False
-        self._paused = False
-        self._lost: str | None = None
-
-    # The request's side.
-
-    def begin(self) -> None:
-        """Get ready for a new answer; the request is written next."""
-        self._busy = True
-        self.complete = False
-        self._delimited = self._keep_alive = False
-        self._names = []
-        self._head = self._loop.create_future()
-
-    async def head(self, first_byte_s: float) -> tuple[int, CIMultiDict[str]]:
-        """The answer's status and headers, within `first_byte_s`."""
-        head = self._head
-        assert head is not None
-        timer = self._loop.call_later(first_byte_s, _late, head, first_byte_s)
-        try:
-            return await head
-        except _Lost as lost:
-            raise UpstreamUnreachable(str(lost)) from None
-        finally:
-            timer.cancel()
-
-    async def more(self, idle_s: float, idle_message: str) -> None:
-        """Wait until more of the body has arrived, or it has ended; `idle_message` is the
-        timeout's when nothing arrives within `idle_s`. Raise `_Lost` when it never will."""
-        if self._lost is not None:
-            raise _Lost(self._lost)
-        waiter = self._waiter = self._loop.create_future()
-        timer = self._loop.call_later(idle_s, _idle, waiter, idle_message)
-        try:
-            await waiter
-        finally:
-            timer.cancel()
-            self._waiter = None
-
-    def take(self) -> bytes:
-        """The body bytes received since the last take."""
-        chunks = self._chunks
-        if not chunks:
-            return b""
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        self._chunks = []
-        self.buffered = 0
-        if self._paused:
-            self._paused = False
-            self.transport.resume_reading()
-        return data
-
-    def reusable(self) -> bool:
-        """Whether a request can go on this connection: open, and its last answer whole
-        with nothing after it."""
-        return not self.closed and self._keep_alive and not self._busy
-
-    def close(self) -> None:
-        """Close the connection (an unfinished answer is abandoned)."""
-        if not self.closed:
-            self.closed = True
-            if self.transport is not None:
-                self.transport.close()
-
-    # The protocol's side.
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        """Keep the transport."""
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        """Parse what arrived; bytes with no request waiting for them spoil the connection."""
-        if not self._busy:
-            self.close()
-            return
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserError as error:
-            self._lose(f"the upstream's answer is not valid HTTP ({error})")
-            self.close()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        """End the answer: whole if the close delimits its body, else lost."""
-        self.closed = True
-        if not self._busy:
-            return
-        if self._head is not None and self._head.done() and not self._delimited:
-            self._finish()
-        else:
-            self._lose("the upstream closed the connection")
-
-    # httptools' callbacks.
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        """Collect a header."""
-        key = name.decode("latin-1")
-        if key.lower() in ("content-length", "transfer-encoding"):
-            self._delimited = True
-        self._names.append((key, value.decode("latin-1")))
-
-    def on_headers_complete(self) -> None:
-        """Hand the head over, unless it is an interim (1xx) one."""
-        status = self._parser.get_status_code()
-        if status < 200:
-            self._names, self._delimited = [], False
-            return
-        head = self._head
-        if head is not None and not head.done():
-            head.set_result((status, CIMultiDict(self._names)))
-
-    def on_body(self, body: bytes) -> None:
-        """Buffer body bytes, pausing the socket while the reader is far behind."""
-        self._chunks.append(body)
-        self.buffered += len(body)
-        if self.buffered > _PAUSE_AT and not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
-        self._wake()
-
-    def on_message_complete(self) -> None:
-        """The answer is whole (an interim one is skipped)."""
-        if self._parser.get_status_code() < 200:
-            return
-        self._keep_alive = self._parser.should_keep_alive()
-        self._finish()
-
-    def _finish(self) -> None:
-        self.complete = True
-        self._busy = False
-        self._wake()
-
-    def _lose(self, reason: str) -> None:
-        self._lost = reason
-        self._busy = False
-        head = self._head
-        if head is not None and not head.done():
-            head.set_exception(_Lost(reason))
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(_Lost(reason))
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-
-def _late(head: asyncio.Future[Any], first_byte_s: float) -> None:
-    if not head.done():
-        head.set_exception(UpstreamTimeout(f"no response within {first_byte_s:g}s"))
-
-
-def _idle(waiter: asyncio.Future[None], message: str) -> None:
-    if not waiter.done():
-        waiter.set_exception(UpstreamTimeout(message))
 
 
 def _parse(url: str) -> _Target:
