@@ -9,7 +9,9 @@ import time
 
 import httpx
 import orjson
+import pytest
 
+from rungway.sim.faults import TimeoutFault
 from tests.integration.conftest import DEEPSEEK, StartGateway, Upstreams
 
 LIMITS = {
@@ -153,6 +155,91 @@ def test_one_address_may_hold_only_so_many_connections(start_gateway: StartGatew
             break
         time.sleep(0.05)
     assert status == 200
+
+
+def _responses(data: bytes) -> list[tuple[int, bytes]]:
+    """The status and body of each answer in `data`, in order (each carries its length)."""
+    answers = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        fields = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:] if b": " in line)
+        length = int(fields[b"content-length"])
+        answers.append((int(head.split(b" ")[1]), rest[:length]))
+        data = rest[length:]
+    return answers
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    data = b""
+    with sock:
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
+
+
+HEALTH = b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n"
+
+
+def test_bytes_after_an_answered_request_start_the_next_head_deadline(
+    start_gateway: StartGateway,
+) -> None:
+    gateway = start_gateway(
+        server={**LIMITS, "header_timeout_s": 0.5, "max_connections_per_client": 8}
+    )
+    held = [_connect(gateway.url, "127.0.0.4") for _ in range(8)]
+    for number, sock in enumerate(held):
+        sock.sendall(HEALTH)
+        data = b""
+        while b'"ok"' not in data:
+            data += sock.recv(65536)
+        assert data.startswith(b"HTTP/1.1 200 ")
+        # A bare line break, which the parser skips between requests, or a partial head.
+        sock.sendall(b"\r\n" if number % 2 else b"GET /heal")
+    assert _answer(_connect(gateway.url, "127.0.0.4"))[0] == 429
+    for sock in held:
+        status, body = _answer(sock)
+        assert status == 408
+        assert "request headers did not arrive within 0.5s" in body.decode()
+    # The deadline gave the address its places back (a 408's connection closes after a
+    # linger of a second).
+    deadline = time.monotonic() + 3
+    while True:
+        again = _connect(gateway.url, "127.0.0.4")
+        again.sendall(HEALTH.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n"))
+        status, _ = _answer(again)
+        if status == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert status == 200
+
+
+STALLED = {
+    "a partial head": (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n", 408),
+    "a partial body": (_head("/v1/chat/completions") + BODY[:10], 408),
+    # Over the cap by more than one read, so the read after the first counts it.
+    "an oversized head": (b"POST /v1/chat/completions HTTP/1.1\r\nx-big: " + b"a" * 300_000, 431),
+}
+
+
+@pytest.mark.parametrize("stalled", STALLED)
+def test_a_pipelined_request_is_refused_only_after_the_answer_in_flight(
+    start_gateway: StartGateway, sims: Upstreams, stalled: str
+) -> None:
+    then, status = STALLED[stalled]
+    gateway = start_gateway(server={**LIMITS, "header_timeout_s": 0.3, "body_timeout_s": 0.3})
+    sims.cheap.push_fault(TimeoutFault(delay_s=1.0))
+    sock = _connect(gateway.url)
+    started = time.monotonic()
+    sock.sendall(_head("/v1/chat/completions") + BODY + then)
+    first, second = _responses(_read_all(sock))
+    # The client gets the answer it asked for first, whole, then the refusal of the next.
+    assert first[0] == 200
+    assert orjson.loads(first[1])["choices"][0]["message"]["content"]
+    assert second[0] == status
+    assert time.monotonic() - started > 1.0
+    (row,) = gateway.rows()
+    assert (row["status"], row["outcome"]) == (200, "ok")
+    assert len(sims.cheap.requests) == 1
 
 
 def _times_ms(client: httpx.Client, count: int) -> list[float]:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from rungway.protocol.asgi import Receive, Scope, Send
-from rungway.runner import BackgroundServer, JoinedHeadProtocol, _JoinedHead, uvicorn_config
+from rungway.runner import BackgroundServer, JoinedHeadProtocol, uvicorn_config
+from rungway.runner.joined_head import _JoinedHead
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n"
 CHUNKED = (
