@@ -23,6 +23,13 @@ settings.register_profile("ci", max_examples=500, deadline=None, print_blob=True
 settings.register_profile("explore", max_examples=500, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+# The simulated upstreams listen on loopback, which a proxy variable does not exempt (as
+# with curl): a machine's own proxy settings must not send the suite's requests away. A
+# test of the proxies sets the variables it means.
+for _name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+    os.environ.pop(_name, None)
+    os.environ.pop(_name.upper(), None)
+
 
 @pytest.fixture(autouse=True)
 def _sdk_clients_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:

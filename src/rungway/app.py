@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from rungway.adapters.base import Connection, HasUsageEndpoint
 from rungway.adapters.registry import provider_entry
 from rungway.clock import Clock, SystemClock
-from rungway.config import Settings, capability_rows, category_rows
+from rungway.config import ConfigError, Settings, capability_rows, category_rows
 from rungway.credentials.code_assist import (
     CodeAssistProject,
     code_assist_project,
@@ -24,6 +24,7 @@ from rungway.credentials.code_assist import (
 from rungway.credentials.redaction import install_redaction
 from rungway.credentials.sources import login_sources
 from rungway.dashboard.pages import DashboardPages
+from rungway.egress import BadProxy
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import LadderInputs, Planner
 from rungway.engine.record import Recorder
@@ -53,6 +54,7 @@ from rungway.server.rate import RequestRate
 from rungway.stores import Stores, open_stores
 from rungway.translate.codecs import codec_for
 from rungway.transport.http11 import Http11Transport
+from rungway.transport.token_client import token_sender
 
 if TYPE_CHECKING:
     # Imported where a cluster is configured: redis and asyncpg cost ~70 ms of every start.
@@ -92,8 +94,20 @@ def build_gateway(
     """Wire settings and secrets into a ready-to-serve gateway; `access` takes an access
     entry per request (none are made without it); `worker` numbers the process among
     `serve --workers` (each keeps a money journal of its own)."""
-    install_redaction(secret.get_secret_value() for secret in secrets.values())
-    sources = login_sources(settings, clock or SystemClock())
+    try:
+        client = Http11Transport(settings.timeouts)
+    except BadProxy as error:
+        raise ConfigError(str(error)) from None
+    install_redaction(
+        [
+            *(secret.get_secret_value() for secret in secrets.values()),
+            *client.proxies.passwords(c.proxy for c in settings.connections),
+        ]
+    )
+    # A login renews its token through its connection's proxy, as its requests go.
+    sources = login_sources(
+        settings, clock or SystemClock(), lambda config: token_sender(client, config.proxy)
+    )
     connections = {
         config.id: Connection(
             id=config.id,
@@ -110,7 +124,9 @@ def build_gateway(
                 sources.get(config.id),
                 secrets.get(f"connection:{config.id}"),
                 configured=config.project,
+                send=token_sender(client, config.proxy),
             ),
+            proxy=config.proxy,
         )
         for config in settings.connections
     }
@@ -122,7 +138,6 @@ def build_gateway(
     clock = clock or SystemClock()
     stores = open_stores(settings, secrets, ledger=ledger, clock=clock, worker=worker)
     store, link = stores.ledger, stores.link
-    client = Http11Transport(settings.timeouts)
     roster = build_roster(settings)
     # The board learns from traffic and from the plans' usage endpoints; a test may
     # instead supply fixed readings as `state`, which then nothing updates.
@@ -366,7 +381,9 @@ def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:
         if isinstance(adapter, HasUsageEndpoint):
             target = adapter.usage_target(connection)
             if target is not None:
-                targets.append(target)
+                # A usage read takes its connection's proxy, as its requests do.
+                proxied = connection.proxy is not None
+                targets.append(replace(target, proxy=connection.proxy) if proxied else target)
     return targets
 
 

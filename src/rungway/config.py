@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from rungway.egress import DIRECT, BadProxy, parse_proxy
 from rungway.models.capabilities import ModelCapabilities, Structured
 from rungway.pricing import PriceOverride, TierSettings
 from rungway.protocol.auth import Auth
@@ -111,6 +112,25 @@ class ConnectionConfig(_Frozen):
     """The Google Cloud project a Gemini Code Assist login works in, for the tiers that need
     one named (the Gemini CLI's `GOOGLE_CLOUD_PROJECT`); found with `loadCodeAssist` if unset."""
     models: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
+    proxy: str | None = None
+    """The proxy this connection's model calls, token renewals and usage reads go through:
+    `http://[user:password@]host:port`, `socks5://…` or `socks5h://…` (the proxy resolves
+    names), or `direct` for none; unset, the environment's `HTTPS_PROXY`, `HTTP_PROXY`,
+    `ALL_PROXY` and `NO_PROXY` decide (`rungway.egress`)."""
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_usable(cls, proxy: str | None) -> str | None:
+        if proxy is None:
+            return None
+        if proxy.strip().lower() in DIRECT:
+            return "direct"
+        try:
+            parse_proxy(proxy)
+        except BadProxy as error:
+            # The message masks the password; the input is never echoed with it.
+            raise ValueError(f"{error}; or `direct` for no proxy") from None
+        return proxy.strip()
 
     @model_validator(mode="after")
     def _credential_matches_auth(self) -> ConnectionConfig:

@@ -74,6 +74,9 @@ class Connection:
     source: SecretSource | None = None
     project: ProjectSource | None = None
     """The Code Assist project the requests name (Gemini Code Assist logins only)."""
+    proxy: str | None = None
+    """The connection's `proxy:` setting: a proxy URL, or `direct`; None leaves the choice
+    to the environment's proxy variables."""
 
     def credential(self) -> SecretStr | None:
         """The secret to send upstream now."""
@@ -118,6 +121,8 @@ class UpstreamRequest:
     headers: dict[str, str]
     body: bytes
     strip_usage_chunk: bool = False
+    proxy: str | None = None
+    """The connection's `proxy:` setting (None: the environment's proxy variables decide)."""
 
 
 class EventKind(Enum):

@@ -9,17 +9,21 @@ refused unread. 200, 401 or 403 means the API is there: whether the credential w
 accepted is not asked, and no credential is ever sent. A 404 means the base URL points
 short of the API or past it. Redirects are not followed: the gateway's requests would not
 arrive either. The answer's `Date` header also shows how far this machine's clock is off.
+
+Each question goes the way the gateway's requests go: by the gateway's own client, through
+the connection's `proxy:` or the environment's proxy variables (`rungway.egress`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-import aiohttp
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
@@ -28,8 +32,11 @@ from rungway.adapters.codex import CodexAdapter
 from rungway.adapters.gemini_code_assist import GeminiCodeAssistAdapter
 from rungway.adapters.registry import provider_entry
 from rungway.cli.findings import Finding, Level
-from rungway.config import ConnectionConfig
+from rungway.config import ConnectionConfig, TimeoutSettings
+from rungway.egress import BadProxy, ProxyEnvironment
+from rungway.engine.transport import UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol.api import Api
+from rungway.transport.http11 import Http11Transport
 
 MAX_SKEW_S = 30.0
 """Beyond this, reset instants read from the upstream and the local clock disagree."""
@@ -84,57 +91,76 @@ def target(connection: ConnectionConfig) -> Target:
     return Target(f"{base}/models", "OpenAI-compatible API")
 
 
-def probe_all(connections: tuple[ConnectionConfig, ...], timeout: float) -> dict[str, Probe]:
-    """Ask every connection's API at once, each within `timeout` seconds."""
+def probe_all(
+    connections: tuple[ConnectionConfig, ...],
+    timeout: float,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Probe]:
+    """Ask every connection's API at once, each within `timeout` seconds, through its proxy
+    (`environ`'s proxy variables, this process's by default, for one without `proxy:`)."""
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn())
+    try:
+        proxies: ProxyEnvironment | BadProxy = ProxyEnvironment.read(
+            os.environ if environ is None else environ
+        )
+    except BadProxy as error:
+        proxies = error
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("probing upstreams", total=len(connections))
 
-        async def one(session: aiohttp.ClientSession, connection: ConnectionConfig) -> Probe:
-            found = await probe(session, connection.id, target(connection))
+        async def one(client: Http11Transport | None, connection: ConnectionConfig) -> Probe:
+            asked = target(connection)
+            if client is None:
+                found = Probe(connection.id, asked.url, error=str(proxies))
+            else:
+                found = await probe(client, connection.id, asked, timeout, connection.proxy)
             progress.update(task, advance=1, description=f"probed {connection.id}")
             return found
 
         async def every() -> list[Probe]:
-            # No proxy or .netrc from the environment: the gateway's own client uses neither.
-            limit = aiohttp.ClientTimeout(total=timeout)
-            async with aiohttp.ClientSession(timeout=limit, trust_env=False) as session:
-                return list(await asyncio.gather(*(one(session, c) for c in connections)))
+            if isinstance(proxies, BadProxy):
+                return [await one(None, c) for c in connections]
+            limits = TimeoutSettings(connect_s=timeout, first_byte_s=timeout, idle_s=timeout)
+            client = Http11Transport(limits, proxies)
+            await client.start()
+            try:
+                return list(await asyncio.gather(*(one(client, c) for c in connections)))
+            finally:
+                await client.close()
 
         probes = asyncio.run(every())
     return {found.connection_id: found for found in probes}
 
 
-async def probe(session: aiohttp.ClientSession, connection_id: str, asked: Target) -> Probe:
+async def probe(
+    client: Http11Transport,
+    connection_id: str,
+    asked: Target,
+    deadline_s: float,
+    proxy: str | None = None,
+) -> Probe:
     """One request without credentials and without following a redirect."""
     headers = {"anthropic-version": ANTHROPIC_VERSION} if asked.anthropic else {}
-    method, body = ("POST", b"{}") if asked.post else ("GET", None)
+    body = b"{}" if asked.post else None
     if body is not None:
         headers["content-type"] = "application/json"
     try:
-        async with session.request(
-            method, asked.url, headers=headers, data=body, allow_redirects=False
-        ) as response:
-            return Probe(
-                connection_id,
-                asked.url,
-                response.status,
-                response.headers.get("date"),
-                "",
-                time.time(),
-                response.headers.get("location"),
-            )
-    except TimeoutError:
-        error = f"no answer within {session.timeout.total:g}s"
-        return Probe(connection_id, asked.url, error=error)
-    except aiohttp.ClientError as error:
-        return Probe(connection_id, asked.url, error=_describe(error))
-
-
-def _describe(error: aiohttp.ClientError) -> str:
-    if isinstance(error, aiohttp.ClientConnectorError):
-        return f"cannot connect to {error.host}:{error.port} ({error.os_error.strerror})"
-    return f"{type(error).__name__}: {error}".rstrip(": ")
+        status, answer, _ = await client.get(asked.url, headers, deadline_s, body, proxy)
+    except (TimeoutError, UpstreamTimeout):
+        return Probe(connection_id, asked.url, error=f"no answer within {deadline_s:g}s")
+    except UpstreamUnreachable as error:
+        return Probe(connection_id, asked.url, error=str(error))
+    except ValueError as error:
+        return Probe(connection_id, asked.url, error=f"not a URL the gateway can send to: {error}")
+    return Probe(
+        connection_id,
+        asked.url,
+        status,
+        answer.get("date"),
+        "",
+        time.time(),
+        answer.get("location"),
+    )
 
 
 def api_finding(subject: str, connection: ConnectionConfig, probe: Probe) -> Finding:

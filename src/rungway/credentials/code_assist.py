@@ -204,16 +204,21 @@ def code_assist_project(
     secret: SecretStr | None,
     *,
     configured: str | None = None,
+    send: Send = send_token_request,
 ) -> CodeAssistProject | None:
     """The project holder of a `gemini-code-assist` connection (None for other providers):
     its token from the stored `login` that renews itself, else the `secret` read at start;
-    `configured` is the project the config names, if any."""
+    `configured` is the project the config names, if any; `send` carries its requests."""
     if provider != "gemini-code-assist":
         return None
     if login is None:
-        return CodeAssistProject(base_url, static_token(secret), configured=configured)
+        return CodeAssistProject(base_url, static_token(secret), configured=configured, send=send)
     return CodeAssistProject(
-        base_url, login.token, renew=login.refresh_after_unauthorized, configured=configured
+        base_url,
+        login.token,
+        renew=login.refresh_after_unauthorized,
+        configured=configured,
+        send=send,
     )
 
 

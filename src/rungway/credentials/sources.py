@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rungway.clock import Clock
-from rungway.config import Settings
-from rungway.credentials.grants import TOKEN_URLS
-from rungway.credentials.manager import TokenManager
+from rungway.config import ConnectionConfig, Settings
+from rungway.credentials.grants import TOKEN_URLS, send_token_request
+from rungway.credentials.manager import Send, TokenManager
 from rungway.credentials.secrets import open_store
 
 
-def login_sources(settings: Settings, clock: Clock) -> dict[str, TokenManager]:
+def login_sources(
+    settings: Settings,
+    clock: Clock,
+    send_for: Callable[[ConnectionConfig], Send] | None = None,
+) -> dict[str, TokenManager]:
     """A token manager for each connection whose credential is a renewable stored login.
 
     A stored Claude or Codex login renews with its refresh token; a stored Copilot token
     is exchanged for the short-lived token Copilot's API takes. Several connections that
-    name one login share its manager, so they share one refresh.
+    name one login share its manager, so they share one refresh, sent the way `send_for`
+    says for the first of them (its proxy).
     """
     named = [
         (connection, connection.credential.store)
@@ -38,6 +45,7 @@ def login_sources(settings: Settings, clock: Clock) -> dict[str, TokenManager]:
                 token_url=connection.token_url or TOKEN_URLS[credential.kind],
                 clock=clock,
                 save=store.put,
+                send=send_token_request if send_for is None else send_for(connection),
             )
         sources[connection.id] = managers[name]
     return sources

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 
 import orjson
 
@@ -130,6 +131,8 @@ class Engine:
             )
             if request is None:
                 continue
+            if route.connection.proxy is not None:
+                request = replace(request, proxy=route.connection.proxy)
             try:
                 response = await self._transport.send(request)
                 body = await response.read()
@@ -196,6 +199,10 @@ class Engine:
             client_headers=call.headers,
             query=call.query,
         )
+        if route.connection.proxy is not None:
+            # The adapter builds the API's side of the request; the connection's own proxy
+            # travels with it to the transport.
+            request = replace(request, proxy=route.connection.proxy)
         # Priced from what goes upstream (translation and thinking can raise the output
         # limit); a second try's hold replaces its first attempt's.
         shortfall = await trail.hold(route, sent, len(request.body))

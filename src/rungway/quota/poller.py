@@ -34,7 +34,8 @@ log = logging.getLogger("rungway.quota")
 
 Fetch = Callable[..., Awaitable[tuple[int, Mapping[str, str], bytes]]]
 """Read a usage endpoint within a deadline, `fetch(url, headers, deadline_s)`: GET, or POST
-with `body=` for an endpoint read by POST; returns (status, headers, body)."""
+with `body=` for an endpoint read by POST, and `proxy=` for a connection's own proxy;
+returns (status, headers, body)."""
 ReadUsage = Callable[[bytes, float], PolledReading]
 _FEED_CHECK_S = 0.01
 """How often a verify that lost the claim looks for the winner's reading."""
@@ -68,6 +69,8 @@ class PollTarget:
     body: Callable[[], bytes | None] | None = None
     """For an endpoint read by POST (Code Assist's `retrieveUserQuota`): the body to send
     now, or None while it cannot be written yet (the poll waits for its next turn)."""
+    proxy: str | None = None
+    """The connection's `proxy:` setting, passed to `fetch` as `proxy=` when set."""
 
 
 class UsagePoller:
@@ -188,11 +191,15 @@ class UsagePoller:
         payload = target.body() if target.body is not None else None
         if target.body is not None and payload is None:
             return True
+        # Only a connection with a proxy of its own names it to `fetch`.
+        extra = {} if target.proxy is None else {"proxy": target.proxy}
         try:
             status, headers, body = (
-                await self._fetch(target.url, target.headers, self._deadline)
+                await self._fetch(target.url, target.headers, self._deadline, **extra)
                 if payload is None
-                else await self._fetch(target.url, target.headers, self._deadline, body=payload)
+                else await self._fetch(
+                    target.url, target.headers, self._deadline, body=payload, **extra
+                )
             )
         except Exception as error:  # an unreachable endpoint must not break the request path
             log.warning("usage poll of %s failed: %s", connection_id, error)

@@ -3,10 +3,12 @@
 It carries every model request upstream (the engine's transport) and every read of a
 plan's usage endpoint: the head and body written in one call, the answer parsed by
 httptools (the parser the gateway's own server uses). Connections are kept per upstream
-(scheme, host, port) and reused last-in first-out; one idle past `KEEPALIVE_S` is closed
-rather than reused. It does only what the gateway needs, which makes a request cost
-about a third of what a general client spends on it (`bench/http_cost.py`): no cookies,
-redirects, proxies, compression or retries.
+(scheme, host, port, and the proxy in between) and reused last-in first-out; one idle past
+`KEEPALIVE_S` is closed rather than reused. It does only what the gateway needs, which makes
+a request cost about a third of what a general client spends on it (`bench/http_cost.py`):
+no cookies, redirects, compression or retries. Proxies (a connection's `proxy:`, else the
+environment's variables) are `rungway.egress`'s; a request without one pays
+nothing for them.
 
 Timeouts: connect, first byte (from the request's write to the answer's head) and idle
 (while a read of the body waits for data). Failures surface as the port's
@@ -17,18 +19,21 @@ user needs. Answers are asked for uncompressed, since the engine reads every one
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from yarl import URL
 
 from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
+from rungway.egress import DIRECT, Proxy, ProxyEnvironment, parse_proxy
 from rungway.engine.transport import BODY_LIMIT, UpstreamTimeout, UpstreamUnreachable
 from rungway.transport.connection import Connection as _Connection
 from rungway.transport.connection import Lost
+from rungway.transport.proxy import open_tunnel
 
 KEEPALIVE_S = 30.0
 """How long an idle connection is kept for reuse."""
@@ -44,21 +49,28 @@ class _Target:
     method in the request's head."""
 
     key: tuple[str, str, int]
+    """(scheme, host, port) of the upstream; through a proxy, the scheme names the proxy too."""
     host: str
     port: int
     tls: bool
     start: str
     """The rest of the request line (` /path?query HTTP/1.1`) and the Host header."""
+    proxy: Proxy | None = None
+    forwarded: bool = False
+    """The request goes to the HTTP proxy itself with an absolute URL (an http upstream);
+    `host` and `port` are then the proxy's. Otherwise a proxy opens a tunnel to them."""
 
 
 class Http11Transport:
     """A keep-alive connection pool for all upstreams (a `Transport`)."""
 
-    def __init__(self, timeouts: TimeoutSettings) -> None:
+    def __init__(self, timeouts: TimeoutSettings, proxies: ProxyEnvironment | None = None) -> None:
         self.timeouts = timeouts
         """The timeouts in force."""
+        self.proxies = proxies if proxies is not None else ProxyEnvironment.read(os.environ)
+        """The environment's proxies, for requests whose connection names none."""
         self._idle: dict[tuple[str, str, int], deque[_Connection]] = {}
-        self._targets: dict[str, _Target] = {}
+        self._targets: dict[str | tuple[str, str], _Target] = {}
         self._tls: ssl.SSLContext | None = None
         self._open = False
 
@@ -76,24 +88,37 @@ class Http11Transport:
 
     async def send(self, request: UpstreamRequest) -> Http11Response:
         """POST `request` and return once the answer's head has arrived."""
-        return await self._request("POST", request.url, request.headers, request.body)
+        return await self._request(
+            "POST", request.url, request.headers, request.body, request.proxy
+        )
 
     async def get(
-        self, url: str, headers: Mapping[str, str], deadline_s: float, body: bytes | None = None
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        deadline_s: float,
+        body: bytes | None = None,
+        proxy: str | None = None,
     ) -> tuple[int, Mapping[str, str], bytes]:
         """GET `url` (a usage endpoint), or POST `body` to it when given (an endpoint read by
-        POST), and read the whole answer within `deadline_s`; past it, `TimeoutError`."""
+        POST), and read the whole answer within `deadline_s`; past it, `TimeoutError`.
+        `proxy` is the connection's `proxy:` setting (None: the environment decides)."""
         method = "GET" if body is None else "POST"
         async with asyncio.timeout(deadline_s):
-            response = await self._request(method, url, headers, body)
+            response = await self._request(method, url, headers, body, proxy)
             return response.status, response.headers, await response.read()
 
     async def _request(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        proxy: str | None = None,
     ) -> Http11Response:
         if not self._open:
             raise RuntimeError("Http11Transport.start() was not called")
-        target = self._target(url)
+        target = self._target(url, proxy)
         head = _head(method, target, headers, body)
         connection = self._reuse(target.key) or await self._connect(target)
         connection.begin()
@@ -103,6 +128,9 @@ class Http11Transport:
         except BaseException:
             connection.close()
             raise
+        if status == 407 and target.forwarded:
+            connection.close()
+            raise UpstreamUnreachable(_refused(target), reached=False)
         return Http11Response(status, answer, connection, self, self.timeouts.idle_s)
 
     def give_back(self, connection: _Connection) -> None:
@@ -133,6 +161,8 @@ class Http11Transport:
         return None
 
     async def _connect(self, target: _Target) -> _Connection:
+        if target.proxy is not None:
+            return await self._connect_through(target, target.proxy)
         loop = asyncio.get_running_loop()
         timeout = self.timeouts.connect_s
         tls = self._tls_context() if target.tls else None
@@ -156,6 +186,46 @@ class Http11Transport:
             ) from None
         return connection
 
+    async def _connect_through(self, target: _Target, proxy: Proxy) -> _Connection:
+        """A connection to the HTTP proxy itself (a forwarded target), or to the upstream
+        through a tunnel the proxy opens; each failure names the proxy."""
+        loop = asyncio.get_running_loop()
+        timeout = self.timeouts.connect_s
+        tls = self._tls_context() if target.tls else None
+        where = f"{target.host}:{target.port}"
+        try:
+            async with asyncio.timeout(timeout):
+                if target.forwarded:
+                    _, connection = await loop.create_connection(
+                        lambda: _Connection(target.key), target.host, target.port
+                    )
+                    return connection
+                # The tunnel's own timeout is the connect timeout too; the outer one also
+                # covers the TLS handshake inside it.
+                sock = await open_tunnel(proxy, target.host, target.port, timeout)
+                try:
+                    _, connection = await loop.create_connection(
+                        lambda: _Connection(target.key),
+                        sock=sock,
+                        ssl=tls,
+                        server_hostname=target.host if tls is not None else None,
+                    )
+                except BaseException:
+                    sock.close()
+                    raise
+                return connection
+        except TimeoutError:
+            raise UpstreamTimeout(
+                f"could not connect to {where} through the proxy {proxy} within {timeout:g}s"
+            ) from None
+        except OSError as error:
+            reason = error.strerror or str(error) or type(error).__name__
+            if target.forwarded:
+                message = f"cannot connect to the proxy {proxy} ({reason})"
+            else:
+                message = f"cannot connect to {where} through the proxy {proxy} ({reason})"
+            raise UpstreamUnreachable(message, reached=False) from None
+
     def _tls_context(self) -> ssl.SSLContext:
         # Made on the first TLS connection: loading the trust store costs some 30 ms,
         # which a gateway serving only local upstreams never needs.
@@ -165,13 +235,23 @@ class Http11Transport:
             self._tls = context
         return self._tls
 
-    def _target(self, url: str) -> _Target:
-        target = self._targets.get(url)
+    def _target(self, url: str, proxy: str | None) -> _Target:
+        """The target for `url` through the connection's `proxy` setting (None: the
+        environment's choice, made once per URL)."""
+        key = url if proxy is None else (url, proxy)
+        target = self._targets.get(key)
         if target is None:
             if len(self._targets) >= 4096:  # URLs carrying model names are many, not endless
                 self._targets.clear()
-            target = self._targets[url] = _parse(url)
+            target = self._targets[key] = _parse(url, self._proxy_for(proxy))
         return target
+
+    def _proxy_for(self, setting: str | None) -> Callable[[str, str, int], Proxy | None]:
+        """How a target's proxy is chosen from a connection's setting."""
+        if setting is None:
+            return self.proxies.choose
+        chosen = None if setting.strip().lower() in DIRECT else parse_proxy(setting)
+        return lambda _scheme, _host, _port: chosen
 
 
 class Http11Response:
@@ -251,14 +331,35 @@ class Http11Response:
                 self._connection.close()
 
 
-def _parse(url: str) -> _Target:
+def _parse(url: str, proxy_for: Callable[[str, str, int], Proxy | None]) -> _Target:
     parsed = URL(url)
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ValueError(f"not an http(s) URL: {url!r}")
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    start = f" {parsed.raw_path_qs} HTTP/1.1\r\nHost: {parsed.host_port_subcomponent}\r\n"
-    return _Target(
-        (parsed.scheme, parsed.host, port), parsed.host, port, parsed.scheme == "https", start
+    scheme, host, tls = parsed.scheme, parsed.host, parsed.scheme == "https"
+    port = parsed.port or (443 if tls else 80)
+    authority = parsed.host_port_subcomponent
+    proxy = proxy_for(scheme, host, port)
+    if proxy is None:
+        start = f" {parsed.raw_path_qs} HTTP/1.1\r\nHost: {authority}\r\n"
+        return _Target((scheme, host, port), host, port, tls, start)
+    key = (f"{scheme} via {proxy.identity}", host, port)
+    if proxy.kind == "http" and not tls:
+        # As curl sends it: the whole URL in the request line, to the proxy, which keeps
+        # its connection open for the next request to any upstream.
+        start = f" {scheme}://{authority}{parsed.raw_path_qs} HTTP/1.1\r\nHost: {authority}\r\n"
+        authorization = proxy.authorization()
+        if authorization is not None:
+            start += f"Proxy-Authorization: {authorization}\r\n"
+        return _Target(key, proxy.host, proxy.port, False, start, proxy, forwarded=True)
+    start = f" {parsed.raw_path_qs} HTTP/1.1\r\nHost: {authority}\r\n"
+    return _Target(key, host, port, tls, start, proxy)
+
+
+def _refused(target: _Target) -> str:
+    """A forwarding proxy's 407, in words: its credentials were not accepted."""
+    return (
+        f"the proxy {target.proxy} refused the request: 407 Proxy Authentication Required "
+        "(the proxy's user name or password is wrong or missing)"
     )
 
 
