@@ -274,7 +274,8 @@ def test_without_redis_a_budget_refuses_and_the_queued_settles_land_when_it_retu
                 # A budgeted key on an unbudgeted rung needs the store too.
                 by_key = await b.reserve(Rung.PREMIUM, "alice", 0.1, NOW)
                 assert by_key == BudgetUnavailable("key", "alice", f"redis at {proxy.address}")
-                assert b.pending == 2
+                # The settle, the spend, and the release of the reserve that found it gone.
+                assert b.pending == 3
                 proxy.restore()
                 await rejoined(link, b)
         start = period_start("month", NOW)
@@ -355,6 +356,9 @@ def test_a_budget_whose_spend_cannot_be_seeded_refuses(redis_prefix: str) -> Non
         async with shared_budget(redis_prefix, _UnreadableLedger()) as (budget, link):
             assert link.up, "a ledger that cannot be read does not keep the link down"
             refused = await budget.reserve(Rung.CHEAP, None, 0.1, NOW)
-            assert refused == BudgetUnavailable("rung", "cheap", f"redis at {link.address}")
+            # Named as the ledger, not as Redis, which answers.
+            assert refused == BudgetUnavailable(
+                "rung", "cheap", "the ledger: the ledger's disk is gone"
+            )
 
     asyncio.run(run())

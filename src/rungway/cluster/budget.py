@@ -43,7 +43,15 @@ from rungway.budget.period import period_bounds
 from rungway.budget.unavailable import BudgetUnavailable
 from rungway.clock import Clock
 from rungway.cluster.budget_accounts import Account
-from rungway.cluster.budget_scripts import MISSING, RESERVE, SHORT, TOTALS, nano, usd
+from rungway.cluster.budget_scripts import (
+    GIVEN_BACK,
+    MISSING,
+    RESERVE,
+    SHORT,
+    TOTALS,
+    nano,
+    usd,
+)
 from rungway.cluster.budget_writer import (
     LedgerUnreadable,
     SpendWriter,
@@ -99,8 +107,12 @@ class RedisBudget:
         # The hold is the request path's one round trip: through the pipelined channel.
         self._reserve = ChannelScript(link.channel, RESERVE)
         self._totals = link.client.register_script(TOTALS)
-        self._writer = SpendWriter(link, spent_since, unrecorded, clock)
+        self._writer = SpendWriter(link, spent_since, unrecorded, clock, done_ttl_s=self._token_ttl)
+        self._writer.on_missing = self._rehold
         self._open: dict[int, Reservation] = {}
+        self._seeded_at: dict[str, bytes] = {}
+        """Per spend hash, when its seed read the ledger, as last read: a change means
+        Redis lost everything and someone seeded it again."""
         # Ids must not repeat across processes or restarts: the journal may hold the last's.
         self._ids = itertools.count(secrets.randbits(48) << 12)
         self._tasks: list[asyncio.Task[None]] = []
@@ -147,11 +159,16 @@ class RedisBudget:
                 return self._unavailable(account, key)
             except UNREACHABLE as error:
                 link.lost(error)
+                # The script may have run though its reply never came (a timeout): give the
+                # hold back by its id. Whichever reaches Redis first, nothing stays held.
+                self._writer.queue("release", keys[-1], member, targets, 0)
                 return self._unavailable(account, key)
             except LedgerUnreadable as error:
                 # Nothing to hold against: the spend is unknown (the writer said why, once).
                 return self._unavailable(account, key, f"the ledger: {error.reason}")
         else:
+            return self._unavailable(account, key)
+        if reply[0] == GIVEN_BACK:  # ids never repeat: only a lost reply can lead here
             return self._unavailable(account, key)
         for index, each in enumerate(accounts):
             each.seen = (targets[index].start, usd(reply[2 + 2 * index]), usd(reply[3 + 2 * index]))
@@ -180,6 +197,10 @@ class RedisBudget:
     def settle(self, reservation: Reservation, cost: float, now: float) -> None:
         """Replace the hold with the request's real cost, in its own period; sent in the
         background, counted once however often it is sent."""
+        if not 0.0 <= cost < float("inf"):
+            # Never a credit nor an unknown: the hold is the most the attempt could cost.
+            log.error("budget: a settle of %r is no cost; settled at its hold", cost)
+            cost = reservation.amount
         self._open.pop(reservation.id, None)
         targets = self._hold_targets(reservation)
         self._writer.queue("settle", *self._hold_keys(reservation), targets, nano(cost))
@@ -203,6 +224,9 @@ class RedisBudget:
         request_id: str | None = None,
     ) -> None:
         """Count a cost that had no hold; counted once per `request_id`."""
+        if not 0.0 <= cost < float("inf"):
+            log.error("budget: a cost of %r without a hold is no cost; not counted", cost)
+            return
         targets = self._targets(rung, client_key, now)
         marker = self._link.key("budget", "done", request_id or secrets.token_hex(12))
         self._writer.queue("spend", marker, "", targets, nano(cost))
@@ -276,10 +300,14 @@ class RedisBudget:
         keys = [part for t in targets for part in (t.spent, t.holds, t.reserved)]
         reply = await self._totals(keys, [repr(now)])
         missing = []
+        reseeded = False
         for index, (account, target) in enumerate(zip(accounts, targets, strict=True)):
-            spent, held = reply[2 * index], reply[2 * index + 1]
+            spent, held, seeded_at = reply[3 * index : 3 * index + 3]
             if spent < 0:
                 missing.append(target)
+            elif self._seeded_at.setdefault(target.spent, seeded_at) != seeded_at:
+                self._seeded_at[target.spent] = seeded_at
+                reseeded = True
             account.seen = (target.start, usd(max(0, spent)), usd(held))
         # This process's own holds that expired no longer need the journal's entry.
         for reservation in [each for each in self._open.values() if each.expires_at <= now]:
@@ -287,7 +315,9 @@ class RedisBudget:
             if self._log is not None:
                 self._log.closed(reservation.id)
         if missing:
-            await self._writer.seed(missing)
+            await self._writer.seed(missing)  # which holds this process's open holds again
+        elif reseeded:
+            self._rehold()
 
     async def _joined(self) -> None:
         """(Re)joined Redis: seed this period's spend, replay what waited, read the mirror."""
@@ -295,6 +325,8 @@ class RedisBudget:
         accounts = [*self._rungs.values(), *self._keys.values()]
         try:
             await self._writer.seed(each.target_at(self._link, now) for each in accounts)
+            # Whether Redis restarted empty or not: a hold it still has is left as it is.
+            self._rehold()
             await self._writer.flush()
             await self.refresh(now)
         except UNREACHABLE:
@@ -317,6 +349,14 @@ class RedisBudget:
                 pass  # the writer said why; the next refresh or reserve seeds again
             except Exception:
                 log.exception("budget: refreshing the mirror from redis failed")
+
+    def _rehold(self) -> None:
+        """Queue this process's open holds to be held again where Redis lost them (it
+        restarted empty): until they settle, they count against their budgets."""
+        for reservation in self._open.values():
+            token, member = self._hold_keys(reservation)
+            targets = self._hold_targets(reservation)
+            self._writer.queue("rehold", token, member, targets, 0, at=reservation.expires_at)
 
     def _recover(self, row: UnrecordedCost) -> None:
         """Queue a crash row's cost for the accounts whose current period holds it."""

@@ -11,8 +11,18 @@ and in Lua's doubles (exact to 2**53 nano-dollars, about $9 million). Per accoun
   scored by the instant the hold expires;
 - `budget:reserved:<account>`: the sum of the open holds' amounts.
 
-And per hold, `budget:hold:<hold id>`: its token, present from the reserve until its settle
-or release and for a day past its expiry, so that a settle counts its cost exactly once.
+The spend hash's field `t` is the instant (the budget's clock) its seed began to read the
+ledger: a row settled before it is in the seed, one settled after it is not.
+
+And per hold, `budget:hold:<hold id>`: its token. From the reserve it holds the hold's
+member; the settle or release that counts it turns it into `done`, kept a day past the
+hold's expiry, so that a hold is counted exactly once however often its change is sent. A
+token that is absent was lost with a Redis that restarted empty (or outlived): its settle
+adds its cost unless the seed already counted its row, which the instant it was queued
+tells (`t`). A release may arrive before the reserve it gives back (one whose reply timed
+out): it leaves `done`, and the reserve then holds nothing.
+
+Every amount is a whole, non-negative number of nano-dollars; a script refuses any other.
 """
 
 from __future__ import annotations
@@ -25,7 +35,22 @@ NANO: Final = 1_000_000_000
 HELD: Final = 0
 SHORT: Final = 1
 MISSING: Final = 2
-"""`RESERVE`'s first reply element: held, short of budget, or a spend hash not yet seeded."""
+GIVEN_BACK: Final = 3
+"""`RESERVE`'s first reply element: held, short of budget, a spend hash not yet seeded, or
+a hold id already given back (its release overtook it)."""
+LOST_MARGIN_S: Final = 1.0
+"""A settle whose token was lost counts its cost unless it was queued this long before
+the seed began: the rows of other processes reach the ledger a moment after they queue
+their settle, and a row the seed may have missed is counted rather than lost."""
+
+_AMOUNT = """
+local function amount_of(text)
+  if not string.match(text, '^%d+$') then
+    return nil
+  end
+  return tonumber(text)
+end
+"""
 
 _DROP_EXPIRED = """
 local function drop_expired(holds, reserved, now)
@@ -42,16 +67,20 @@ end
 
 RESERVE: Final = (
     _DROP_EXPIRED
+    + _AMOUNT
     + """
 -- KEYS: per account i: spent, holds, reserved (3i-2, 3i-1, 3i); last: the hold's token.
 -- ARGV: now, expires_at, amount, member, token ttl (s), then per account its budget or ''.
 -- Reply: {HELD, 0, spent_1, reserved_1, ...} | {SHORT, i, spent_1, reserved_1, ...}
---        | {MISSING, i, ...}: account i's spend hash is not seeded (nothing was held).
+--        | {MISSING, i, ...}: account i's spend hash is not seeded (nothing was held)
+--        | {GIVEN_BACK, 0}: the hold's release came first (nothing was held).
+local amount = amount_of(ARGV[3])
+if not amount then return redis.error_reply('ERR a hold must be whole nano-dollars >= 0') end
 local n = (#KEYS - 1) / 3
 for i = 1, n do
   if redis.call('EXISTS', KEYS[3*i-2]) == 0 then return {2, i} end
 end
-local amount = tonumber(ARGV[3])
+if redis.call('EXISTS', KEYS[#KEYS]) == 1 then return {3, 0} end
 local reply = {0, 0}
 for i = 1, n do
   drop_expired(KEYS[3*i-1], KEYS[3*i], ARGV[1])
@@ -76,23 +105,31 @@ return reply
 """
 )
 
-APPLY: Final = """
--- One queued change. KEYS: [1] the hold's token (settle, release) or the request's
+APPLY: Final = (
+    _AMOUNT
+    + """
+-- One queued change. KEYS: [1] the hold's token (settle, release, rehold) or the request's
 -- marker (spend); then per account i: spent, holds, reserved (3i-1, 3i, 3i+1).
--- ARGV: kind, member (settle, release) or marker field (recover), marker ttl (s), then
--- per account the cost to add (0 where a seed already holds it).
+-- ARGV: kind, member (settle, release, rehold) or marker field (recover), marker ttl (s),
+-- the instant it was queued (rehold: the hold's expiry), then per account the cost to add
+-- (0 where a seed already holds it).
 -- Reply: 1 applied, 0 nothing to do (already applied), -i account i is not seeded.
 local kind = ARGV[1]
 local n = (#KEYS - 1) / 3
+local costs = {}
+for i = 1, n do
+  costs[i] = amount_of(ARGV[4+i])
+  if not costs[i] then return redis.error_reply('ERR a cost must be whole nano-dollars >= 0') end
+end
 local function unseeded()
   for i = 1, n do
-    if tonumber(ARGV[3+i]) > 0 and redis.call('EXISTS', KEYS[3*i-1]) == 0 then return i end
+    if costs[i] > 0 and redis.call('EXISTS', KEYS[3*i-1]) == 0 then return i end
   end
   return 0
 end
 local function add()
   for i = 1, n do
-    if ARGV[3+i] ~= '0' then redis.call('HINCRBY', KEYS[3*i-1], 's', ARGV[3+i]) end
+    if costs[i] > 0 then redis.call('HINCRBY', KEYS[3*i-1], 's', ARGV[4+i]) end
   end
 end
 if kind == 'spend' then
@@ -108,37 +145,62 @@ if kind == 'recover' then
   if missing > 0 then return -missing end
   local applied = 0
   for i = 1, n do
-    if ARGV[3+i] ~= '0' and redis.call('HSETNX', KEYS[3*i-1], ARGV[2], '1') == 1 then
-      redis.call('HINCRBY', KEYS[3*i-1], 's', ARGV[3+i])
+    if costs[i] > 0 and redis.call('HSETNX', KEYS[3*i-1], ARGV[2], '1') == 1 then
+      redis.call('HINCRBY', KEYS[3*i-1], 's', ARGV[4+i])
       applied = 1
     end
   end
   return applied
 end
+local token = redis.call('GET', KEYS[1])
+local amount = amount_of(string.match(ARGV[2], ':(%d+)$') or '')
+if not amount then return redis.error_reply('ERR a hold must be whole nano-dollars >= 0') end
+if kind == 'rehold' then
+  -- A hold still open in its process, lost with a Redis that restarted empty: hold it again.
+  if token then return 0 end
+  for i = 1, n do
+    if redis.call('ZADD', KEYS[3*i], ARGV[4], ARGV[2]) == 1 then
+      redis.call('INCRBY', KEYS[3*i+1], amount)
+    end
+  end
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  return 1
+end
 -- settle or release
-local live = redis.call('EXISTS', KEYS[1])
-if live == 1 and kind == 'settle' then
+if token == 'done' then return 0 end
+if kind == 'settle' then
   local missing = unseeded()
   if missing > 0 then return -missing end
 end
-local amount = string.match(ARGV[2], ':(%d+)$')
 for i = 1, n do
   if redis.call('ZREM', KEYS[3*i], ARGV[2]) == 1 then
     redis.call('DECRBY', KEYS[3*i+1], amount)
   end
 end
-if live == 0 then return 0 end
-redis.call('DEL', KEYS[1])
-if kind == 'settle' then add() end
+redis.call('SET', KEYS[1], 'done', 'EX', ARGV[3])
+if kind == 'release' then return 1 end
+if not token then
+  -- Lost: the seed counted this row only if it was queued before the seed read the ledger.
+  for i = 1, n do
+    local seeded = tonumber(redis.call('HGET', KEYS[3*i-1], 't') or '-1')
+    if tonumber(ARGV[4]) < seeded - LOST_MARGIN then costs[i] = 0 end
+  end
+end
+add()
 return 1
-"""
+""".replace("LOST_MARGIN", repr(LOST_MARGIN_S))
+)
 
 SEED: Final = """
--- KEYS: [1] a period's spend hash. ARGV: spend, ttl (s), then the crash rows' marker
--- fields the spend already counts. Sets it only when missing; 1 when this call set it.
+-- KEYS: [1] a period's spend hash. ARGV: spend, ttl (s), the instant the ledger's read
+-- began, then the crash rows' marker fields the spend already counts. Sets it only when
+-- missing; 1 when this call set it.
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 's', ARGV[1])
-for i = 3, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], '1') end
+if not string.match(ARGV[1], '^%d+$') then
+  return redis.error_reply('ERR a spend must be whole nano-dollars >= 0')
+end
+redis.call('HSET', KEYS[1], 's', ARGV[1], 't', ARGV[3])
+for i = 4, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], '1') end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1
 """
@@ -147,12 +209,15 @@ TOTALS: Final = (
     _DROP_EXPIRED
     + """
 -- KEYS: per account i: spent, holds, reserved. ARGV: now.
--- Reply: per account its spend (-1 when not seeded) and its open holds' sum.
+-- Reply: per account its spend (-1 when not seeded), its open holds' sum, and when its
+-- seed read the ledger (as text: it need not be whole).
 local reply = {}
 for i = 1, #KEYS / 3 do
   drop_expired(KEYS[3*i-1], KEYS[3*i], ARGV[1])
-  reply[2*i-1] = tonumber(redis.call('HGET', KEYS[3*i-2], 's') or '-1')
-  reply[2*i] = tonumber(redis.call('GET', KEYS[3*i]) or '0')
+  local seed = redis.call('HMGET', KEYS[3*i-2], 's', 't')
+  reply[3*i-2] = tonumber(seed[1] or '-1')
+  reply[3*i-1] = tonumber(redis.call('GET', KEYS[3*i]) or '0')
+  reply[3*i] = seed[2] or ''
 end
 return reply
 """

@@ -38,7 +38,7 @@ log = logging.getLogger("rungway.cluster")
 Unrecorded = Callable[[float], Iterable[UnrecordedCost]]
 """The rows a crash left as `unrecorded` since an instant, read from the ledger."""
 
-Kind = Literal["settle", "release", "spend", "recover"]
+Kind = Literal["settle", "release", "spend", "recover", "rehold"]
 _BATCH: Final = 256
 _MAX_QUEUED: Final = 100_000
 """Beyond this many changes waiting for Redis the oldest are dropped (and logged): memory
@@ -83,6 +83,8 @@ class _Change:
     """The hold's `<id>:<amount>` member, or a crash row's marker field (recover)."""
     targets: tuple[Target, ...]
     cost: int
+    at: float
+    """When it was queued (a rehold: when its hold expires)."""
 
 
 GATHER_S = 0.02
@@ -101,9 +103,11 @@ class SpendWriter:
         unrecorded: Unrecorded | None,
         clock: Clock,
         *,
+        done_ttl_s: int = 86_400,
         gather_s: float = GATHER_S,
     ) -> None:
         self._link = link
+        self._done_ttl_s = done_ttl_s
         self._gather_s = gather_s
         self._spent_since = spent_since
         self._unrecorded = unrecorded
@@ -120,6 +124,9 @@ class SpendWriter:
         self._stopping = False
         self._unreadable = False
         """The last seed failed to read the ledger (said once, until one succeeds)."""
+        self.on_missing: Callable[[], None] | None = None
+        """Called when a spend hash was found missing and seeded (by this process or
+        another): Redis lost what it held, the open holds of this process among them."""
 
     @property
     def pending(self) -> int:
@@ -127,11 +134,19 @@ class SpendWriter:
         return len(self._queue)
 
     def queue(
-        self, kind: Kind, marker: str, member: str, targets: tuple[Target, ...], cost: int
+        self,
+        kind: Kind,
+        marker: str,
+        member: str,
+        targets: tuple[Target, ...],
+        cost: int,
+        *,
+        at: float | None = None,
     ) -> None:
-        """Queue one change for the background sender."""
+        """Queue one change for the background sender (`at`: a rehold's expiry)."""
         self._next_seq = seq = next(self._seq) + 1
-        self._queue.append(_Change(seq - 1, kind, marker, member, targets, cost))
+        when = self._clock.now() if at is None else at
+        self._queue.append(_Change(seq - 1, kind, marker, member, targets, cost, when))
         if len(self._queue) > _MAX_QUEUED:
             dropped = self._queue.popleft()
             log.error(
@@ -203,7 +218,8 @@ class SpendWriter:
             keys = [change.marker]
             for target in change.targets:
                 keys += (target.spent, target.holds, target.reserved)
-            args: list[str | int] = [change.kind, change.member, _MARKER_TTL_S, *costs]
+            ttl = _MARKER_TTL_S if change.kind == "spend" else self._done_ttl_s
+            args: list[str | int] = [change.kind, change.member, ttl, repr(change.at), *costs]
             calls.append((keys, args))
         results = await pipelined(self._link.client, self._apply, calls)
         missing: dict[str, Target] = {}
@@ -231,6 +247,7 @@ class SpendWriter:
             return
         # Every change queued so far has its row in the ledger: the seed read next counts it.
         bound = self._next_seq
+        read_at = self._clock.now()
         try:
             figures = await asyncio.to_thread(self._read_ledger, absent)
         except Exception as error:
@@ -253,16 +270,16 @@ class SpendWriter:
         for target in absent:
             spent, marks = figures[(target.grouping, target.start)]
             ttl = max(3600, int(target.end - now) + _KEEP_PAST_PERIOD_S)
-            calls.append(
-                (
-                    [target.spent],
-                    [nano(spent.get(target.name, 0.0)), ttl, *marks.get(target.name, ())],
-                )
-            )
+            # A ledger's sum below zero could only come from rows that credited: never seed one.
+            seeded = max(0, nano(spent.get(target.name, 0.0)))
+            args = [seeded, ttl, repr(read_at), *marks.get(target.name, ())]
+            calls.append(([target.spent], args))
         won = await pipelined(client, self._seed, calls)
         for target, landed in zip(absent, won, strict=True):
-            if landed:
+            if landed == 1:
                 self._covered[target.spent] = bound
+        if self.on_missing is not None:
+            self.on_missing()
 
     def _read_ledger(
         self, targets: list[Target]
