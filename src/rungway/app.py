@@ -253,6 +253,7 @@ def build_gateway(
         dashboard=DashboardPages(),
         access=access,
         health=stores.health,
+        stopped_writer=store.stopped_writer,
     )
     return Gateway(app, store, board, roster, link, stores.postgres)
 

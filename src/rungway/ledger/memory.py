@@ -56,6 +56,10 @@ class MemoryLedger:
     def flush(self) -> None:
         """Nothing is queued: rows are visible at once."""
 
+    def stopped_writer(self) -> str | None:
+        """None: rows are kept by the caller's thread, which has no writer to lose."""
+        return None
+
     def close(self) -> None:
         """Nothing to release."""
 

@@ -42,6 +42,7 @@ from rungway.server.auth import ClientKeys, without_key
 from rungway.server.gemini_routes import PREFIXES as GEMINI_PREFIXES
 from rungway.server.gemini_routes import GeminiRoutes, UrlFields, gemini_hint, is_gemini_client
 from rungway.server.ids import RequestIds
+from rungway.server.probes import Probes, StoppedWriter
 from rungway.server.rate import RequestRate
 
 log = logging.getLogger("rungway.server")
@@ -86,9 +87,10 @@ class GatewayApp:
         dashboard: Handler | None = None,
         access: AccessSink | None = None,
         health: HealthOf = tuple,
+        stopped_writer: StoppedWriter = lambda: None,
     ) -> None:
         self._planner = planner
-        self._health_of = health
+        probes = Probes(health, stopped_writer)
         self._engine = engine
         self._keys = keys
         self._rate = rate
@@ -105,7 +107,8 @@ class GatewayApp:
             ("POST", "/v1/messages"): partial(self.complete_for, Api.ANTHROPIC_MESSAGES),
             ("POST", "/v1/messages/count_tokens"): partial(self.count_for, Api.ANTHROPIC_MESSAGES),
             ("GET", "/v1/models"): self._models,
-            ("GET", "/healthz"): self._health,
+            ("GET", "/healthz"): probes.health,
+            ("GET", "/readyz"): probes.ready,
         }
         if metrics is not None:
             self._routes[("GET", "/metrics")] = metrics
@@ -301,17 +304,6 @@ class GatewayApp:
         else:
             body = openai_chat.model_list(models)
         await send_reply(send, 200, _base_headers(request_id), body)
-
-    async def _health(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Degraded still answers 200: the gateway serves, on what it can reach.
-        stores = [
-            {"store": each.store, "up": each.up, "detail": each.detail}
-            for each in self._health_of()
-        ]
-        body: dict[str, Any] = {"status": "ok" if all(s["up"] for s in stores) else "degraded"}
-        if stores:
-            body["stores"] = stores
-        await send_reply(send, 200, [("content-type", "application/json")], orjson.dumps(body))
 
     async def _no_route(self, scope: Scope, send: Send, path: str) -> None:
         headers = request_headers(scope)
