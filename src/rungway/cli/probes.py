@@ -67,6 +67,8 @@ class Probe:
     error: str = ""
     local_time: float = 0.0
     location: str | None = None
+    proxy: str | None = None
+    """The proxy the question went through (its password masked), or None when direct."""
 
 
 def base_url(connection: ConnectionConfig) -> str:
@@ -145,11 +147,14 @@ async def probe(
     if body is not None:
         headers["content-type"] = "application/json"
     try:
+        via = client.proxy_for(asked.url, proxy)
+        shown = None if via is None else str(via)
         status, answer, _ = await client.get(asked.url, headers, deadline_s, body, proxy)
     except (TimeoutError, UpstreamTimeout):
-        return Probe(connection_id, asked.url, error=f"no answer within {deadline_s:g}s")
+        error = f"no answer within {deadline_s:g}s"
+        return Probe(connection_id, asked.url, error=error, proxy=shown)
     except UpstreamUnreachable as error:
-        return Probe(connection_id, asked.url, error=str(error))
+        return Probe(connection_id, asked.url, error=str(error), proxy=shown)
     except ValueError as error:
         return Probe(connection_id, asked.url, error=f"not a URL the gateway can send to: {error}")
     return Probe(
@@ -160,13 +165,15 @@ async def probe(
         "",
         time.time(),
         answer.get("location"),
+        shown,
     )
 
 
 def api_finding(subject: str, connection: ConnectionConfig, probe: Probe) -> Finding:
     """Whether the connection's API answered where the gateway will send its requests."""
     asked = target(connection)
-    seen = f"{probe.url} answers HTTP {probe.status}"
+    via = "" if probe.proxy is None else f" through the proxy {probe.proxy}"
+    seen = f"{probe.url} answers HTTP {probe.status}{via}"
     if probe.status is None:
         fix = "check `base_url`, that the upstream is running, and the network or proxy between"
         return Finding(Level.FAIL, subject, f"{probe.url} cannot be reached: {probe.error}", fix)

@@ -33,8 +33,8 @@ _SHAPES = re.compile(
     r"|\bAIza[A-Za-z0-9_-]{30,}"
     r"|\bya29\.[A-Za-z0-9_.-]{12,}"
     r"|(?<![A-Za-z0-9/])1//[A-Za-z0-9_-]{20,}"
-    # A URL's `user:password@` (a proxy's, Redis's, PostgreSQL's).
-    r"|(?<=://)[^\s/@:\"'\\]*:[^\s/@\"'\\]+(?=@)"
+    # A URL's `user:password@` (a proxy's, Redis's, PostgreSQL's), unless already `user:***@`.
+    r"|(?<=://)[^\s/@:\"'\\]*:(?!\*\*\*@)[^\s/@\"'\\]+(?=@)"
 )
 
 # Every shape above begins with one of these, in any case; a shape added there needs its

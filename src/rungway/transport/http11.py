@@ -246,6 +246,11 @@ class Http11Transport:
             target = self._targets[key] = _parse(url, self._proxy_for(proxy))
         return target
 
+    def proxy_for(self, url: str, proxy: str | None = None) -> Proxy | None:
+        """The proxy a request to `url` goes through, given its connection's `proxy:`
+        setting (None: the environment's choice); None when it goes direct."""
+        return self._target(url, proxy).proxy
+
     def _proxy_for(self, setting: str | None) -> Callable[[str, str, int], Proxy | None]:
         """How a target's proxy is chosen from a connection's setting."""
         if setting is None:

@@ -146,3 +146,7 @@ def test_a_url_with_a_password_is_masked_in_any_text() -> None:
     text = "cannot connect to socks5h://alice:s3cret-long@10.0.0.1:1080 (refused)"
     assert redact(text) == "cannot connect to socks5h://[redacted]@10.0.0.1:1080 (refused)"
     assert masked_url("redis://:s3cret@h:6379/0") == "redis://:***@h:6379/0"
+    # A proxy already shown masked keeps its user name.
+    assert (
+        redact("the proxy http://alice:***@h:1 refused") == "the proxy http://alice:***@h:1 refused"
+    )
