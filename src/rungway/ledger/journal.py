@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rungway.budget.local import Reservation
+from rungway.ledger.wal import use_wal
 from rungway.routing.rungs import Rung
 
 _SCHEMA = """
@@ -103,9 +104,9 @@ class MoneyJournal:
         self.path = path
         self._recover(ledger)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute("PRAGMA busy_timeout=5000")
+        use_wal(self._db)
+        self._db.execute("PRAGMA synchronous=OFF")
         self._committed: deque[str] = deque()
         columns = len(ledger.execute("PRAGMA table_info(requests)").fetchall())
         self._insert_settled = f"INSERT INTO settled VALUES ({', '.join('?' * columns)})"
@@ -185,32 +186,41 @@ class MoneyJournal:
             self._db.executemany("DELETE FROM settled WHERE request_id = ?", ids)
 
     def _recover(self, ledger: sqlite3.Connection) -> None:
-        # The settled table mirrors the ledger's columns as they are now: rows left by the
-        # last run are copied by name, then the table is made again from today's schema.
         ledger.execute("ATTACH DATABASE ? AS journal", (str(self.path),))
         try:
-            ledger.execute("PRAGMA journal.journal_mode=WAL")
-            ledger.executescript(_SCHEMA.replace("EXISTS ", "EXISTS journal."))
-            held = {row[1] for row in ledger.execute("PRAGMA journal.table_info(reservations)")}
-            for column in _HELD_FOR_COLUMNS:
-                if column not in held:  # a journal written before reservations named requests
-                    kind = "REAL" if column == "started_at" else "TEXT"
-                    ledger.execute(f"ALTER TABLE journal.reservations ADD COLUMN {column} {kind}")
-            with ledger:
-                ledger.execute("BEGIN")
-                ledger.execute(_UNRECORDED_ROWS)
-                ledger.execute("DELETE FROM journal.reservations")
-            left = {row[1] for row in ledger.execute("PRAGMA journal.table_info(settled)")}
-            if left:
-                now = [row[1] for row in ledger.execute("PRAGMA main.table_info(requests)")]
-                names = ", ".join(name for name in now if name in left)
-                with ledger:
-                    ledger.execute("BEGIN")
-                    ledger.execute(
-                        f"INSERT OR IGNORE INTO main.requests ({names}) "
-                        f"SELECT {names} FROM journal.settled"
-                    )
-                    ledger.execute("DROP TABLE journal.settled")
-            ledger.execute("CREATE TABLE journal.settled AS SELECT * FROM main.requests WHERE 0")
+            use_wal(ledger, "journal")
+            # One write transaction: a process that opens the same journal at once finds
+            # it as the last run left it or wholly recovered, never half-way.
+            ledger.execute("BEGIN IMMEDIATE")
+            try:
+                _replay(ledger)
+            except BaseException:
+                ledger.execute("ROLLBACK")
+                raise
+            ledger.execute("COMMIT")
         finally:
             ledger.execute("DETACH DATABASE journal")
+
+
+def _replay(ledger: sqlite3.Connection) -> None:
+    """Move what the attached journal holds into the ledger, inside the caller's
+    transaction, and leave the journal empty in today's schema."""
+    ledger.execute(_SCHEMA.replace("EXISTS ", "EXISTS journal."))
+    held = {row[1] for row in ledger.execute("PRAGMA journal.table_info(reservations)")}
+    for column in _HELD_FOR_COLUMNS:
+        if column not in held:  # a journal written before reservations named requests
+            kind = "REAL" if column == "started_at" else "TEXT"
+            ledger.execute(f"ALTER TABLE journal.reservations ADD COLUMN {column} {kind}")
+    ledger.execute(_UNRECORDED_ROWS)
+    ledger.execute("DELETE FROM journal.reservations")
+    # The settled table mirrors the ledger's columns as they are now: rows left by the
+    # last run are copied by name, then the table is made again from today's schema.
+    left = {row[1] for row in ledger.execute("PRAGMA journal.table_info(settled)")}
+    if left:
+        now = [row[1] for row in ledger.execute("PRAGMA main.table_info(requests)")]
+        names = ", ".join(name for name in now if name in left)
+        ledger.execute(
+            f"INSERT OR IGNORE INTO main.requests ({names}) SELECT {names} FROM journal.settled"
+        )
+        ledger.execute("DROP TABLE journal.settled")
+    ledger.execute("CREATE TABLE journal.settled AS SELECT * FROM main.requests WHERE 0")

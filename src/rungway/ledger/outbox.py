@@ -52,9 +52,11 @@ def prepare_outbox(db: sqlite3.Connection, *, enabled: bool) -> None:
     Made anew, the outbox starts with every row the ledger already has, so PostgreSQL
     gets this ledger's whole history; dropped, nothing fills a table nobody drains.
     """
-    exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'outbox'").fetchone()
     db.execute("BEGIN IMMEDIATE")
     try:
+        # Looked at inside the transaction: workers that open a new ledger at once would
+        # otherwise each find no outbox and each make one.
+        exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'outbox'").fetchone()
         if enabled:
             if not exists:
                 db.execute(_TABLE)
