@@ -21,7 +21,8 @@ from rungway.budget.local import Grouping, Reservation
 from rungway.engine.record import RequestRecord
 from rungway.ledger.journal import MoneyJournal, journal_path
 from rungway.ledger.outbox import prepare_outbox
-from rungway.ledger.report import Dimension, SpendReport, spend_report
+from rungway.ledger.repair import repaired
+from rungway.ledger.report import Dimension, LedgerUnavailable, SpendReport, spend_report
 from rungway.ledger.wal import use_wal
 
 SCHEMA_VERSION = 3
@@ -75,6 +76,8 @@ _SUMMARY_COLUMNS = (
 """Every column but the route plan, which only a single row's read needs."""
 _BATCH = 512
 _GATHER_S = 0.05
+_CHECK_S = 0.5
+"""How often a flush that waits looks whether the writer is still there."""
 log = logging.getLogger("rungway.ledger")
 _STOP = object()
 
@@ -130,7 +133,10 @@ class SqliteLedger:
         # Each worker of `serve --workers` has a journal of its own, so none replays a
         # sibling's open reservations as crashed.
         self.journal = MoneyJournal(self._db, journal_path(path, worker))
+        self._columns = [row[1] for row in self._db.execute("PRAGMA table_info(requests)")]
         self._queue: queue.Queue[object] = queue.Queue()
+        self.writer_failure: str | None = None
+        """Why the writer thread stopped, if it did: no row is written after it."""
         self._thread = threading.Thread(target=self._write_forever, name="ledger", daemon=True)
         self._thread.start()
 
@@ -142,7 +148,14 @@ class SqliteLedger:
         values = _row(row)
         journaled = settles is not None or row.cost_usd > 0
         if journaled:
-            self.journal.settled(settles.id if settles is not None else None, values)
+            reservation_id = settles.id if settles is not None else None
+            try:
+                self.journal.settled(reservation_id, values)
+            except (OverflowError, ValueError, TypeError, sqlite3.InterfaceError):
+                # A value SQLite cannot store: the row goes on made storable and flagged.
+                log.exception("ledger: row %s is repaired to be written", row.request_id)
+                values = repaired(values, self._columns)
+                self.journal.settled(reservation_id, values)
         self._queue.put_nowait((values, journaled))
 
     def opened(self, reservation: Reservation) -> None:
@@ -174,8 +187,23 @@ class SqliteLedger:
         return read_matching(self.path, prefix, limit)
 
     def flush(self) -> None:
-        """Wait until every queued row is committed."""
-        self._queue.join()
+        """Wait until every queued row is committed; raise LedgerUnavailable at once if the
+        writer has stopped, since they never will be."""
+        done = self._queue.all_tasks_done
+        with done:
+            while self._queue.unfinished_tasks and self._writing():
+                done.wait(_CHECK_S)
+        if not self._writing():
+            raise LedgerUnavailable(self.stopped_writer() or "the ledger writer has stopped")
+
+    def stopped_writer(self) -> str | None:
+        """What stopped the writer thread, or None while it writes."""
+        if self._writing():
+            return None
+        return (
+            f"the ledger writer has stopped ({self.writer_failure or 'its thread exited'}); "
+            "no request is recorded until the gateway restarts"
+        )
 
     def close(self) -> None:
         """Commit what is queued and stop the writer."""
@@ -184,7 +212,20 @@ class SqliteLedger:
         self._db.close()
         self.journal.close()
 
+    def _writing(self) -> bool:
+        return self.writer_failure is None and self._thread.is_alive()
+
     def _write_forever(self) -> None:
+        try:
+            self._write_batches()
+        except BaseException as error:
+            # Nothing a row holds gets here; if anything does, say so where it is seen.
+            self.writer_failure = f"{type(error).__name__}: {error}"
+            log.critical("ledger: the writer thread has stopped", exc_info=True)
+            with self._queue.all_tasks_done:
+                self._queue.all_tasks_done.notify_all()
+
+    def _write_batches(self) -> None:
         while True:
             batch = [self._queue.get()]
             # Gather what arrives in the next moment into the same transaction: one commit
@@ -200,19 +241,43 @@ class SqliteLedger:
             rows = [values for values, _ in queued]
             try:
                 if rows:
-                    with self._db:
-                        self._db.execute("BEGIN")
-                        self._db.executemany(_INSERT, rows)
+                    self._insert(rows)
                     # Committed: the journal's copies of these rows are no longer needed.
                     self.journal.committed(values[0] for values, kept in queued if kept)
-            except sqlite3.Error:
+            except sqlite3.OperationalError:
                 # A full disk or a locked file must not stop the writer: later rows may fit.
                 log.exception("ledger: could not write %d rows to %s", len(rows), self.path)
+            except Exception:
+                # Some row holds what SQLite cannot store: the others go in one by one.
+                self._write_each(queued)
             finally:
                 for _ in batch:
                     self._queue.task_done()
             if any(item is _STOP for item in batch):
                 return
+
+    def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany(_INSERT, rows)
+
+    def _write_each(self, queued: list[tuple[tuple[Any, ...], bool]]) -> None:
+        """Write a batch that failed row by row, each row that fails made storable."""
+        for values, kept in queued:
+            try:
+                self._insert([values])
+            except sqlite3.OperationalError:
+                log.exception("ledger: could not write row %s to %s", values[0], self.path)
+                continue
+            except Exception:
+                log.exception("ledger: row %s is repaired to be written", values[0])
+                try:
+                    self._insert([repaired(values, self._columns)])
+                except Exception:
+                    log.exception("ledger: could not write row %s to %s", values[0], self.path)
+                    continue
+            if kept:
+                self.journal.committed((values[0],))
 
 
 def _row(record: RequestRecord) -> tuple[Any, ...]:
