@@ -247,13 +247,9 @@ class Engine:
             return await self._relay(
                 call, route, trail, request=request, response=response, translation=translation
             )
-        try:
-            body = await response.read()
-        except (UpstreamTimeout, UpstreamUnreachable) as error:
-            kind = (
-                FailureClass.TIMEOUT if isinstance(error, UpstreamTimeout) else FailureClass.NETWORK
-            )
-            return Failure(kind, str(error))
+        body = await self._read(trail, route, response)
+        if not isinstance(body, bytes):
+            return body
         trail.answered = time.perf_counter()
         if response.status >= 300:
             return self._answers.failure(
@@ -314,6 +310,31 @@ class Engine:
             return failure
         self._quota.succeeded(route.connection.id)
         return StreamReply(trail.stream_headers(route), relay.body(trail))
+
+    async def _read(
+        self, trail: Trail, route: Route, response: UpstreamResponse
+    ) -> bytes | Failure | Refusal:
+        """The answer's whole body, or the failure to read it.
+
+        A good (2xx) answer that never arrives whole was served and billed, for an amount
+        the gateway cannot read: its hold is settled whole, and no other connection is
+        tried, which would bill it again (the refusal). Any other is the attempt's failure.
+        """
+        try:
+            return await response.read()
+        except (UpstreamTimeout, UpstreamUnreachable) as error:
+            kind = (
+                FailureClass.TIMEOUT if isinstance(error, UpstreamTimeout) else FailureClass.NETWORK
+            )
+            failure = Failure(kind, str(error))
+        if response.status >= 300:
+            return failure
+        failure = masked(failure)
+        self._quota.failed(route.connection.id, failure, self._clock.now())
+        trail.failed(route, failure, trail.sent)
+        refusal = every_attempt_failed(trail.attempts, trail.plan, None)
+        trail.record(route, failure.kind.value, refusal.status, unknown=True)
+        return refusal
 
     def refused(self, call: Call, refusal: Refusal, plan: Plan | None = None) -> Refusal:
         """Record `refusal` of a well-formed request, with the plan behind it; return it."""

@@ -10,6 +10,8 @@ as it is complete; a failure after that, or a stream still going after
 The stream's budget hold is settled when the stream is recorded, and the stream is
 recorded exactly once however it ends: whole, by an upstream failure, by a fault in the
 gateway's own handling of an event, or by the client leaving, even before its first byte.
+Only a stream whose terminator passed has reported its final usage and is settled by it;
+any other was billed for an amount the gateway never read, and is settled at its hold.
 """
 
 from __future__ import annotations
@@ -39,10 +41,17 @@ class StreamEnd(Protocol):
     """Where a relayed stream reports how it ended (the request's trail)."""
 
     def stream_ended(
-        self, outcome: str, failure: Failure | None, usage: ReportedUsage, ttfb: float | None
+        self,
+        outcome: str,
+        failure: Failure | None,
+        usage: ReportedUsage,
+        ttfb: float | None,
+        *,
+        finished: bool,
     ) -> None:
         """The stream ended with `outcome`; `usage` is what it reported, `ttfb` when its
-        first content arrived."""
+        first content arrived, `finished` whether its own terminator had passed (else its
+        usage is not the final one)."""
 
 
 class StreamRelay:
@@ -230,7 +239,14 @@ class _Ending:
         if not self.ended:
             self.ended, self.well = True, failure is None and outcome is None
             finish_outcome = outcome or (failure.kind.value if failure is not None else "ok")
-            self._end.stream_ended(finish_outcome, failure, self._watcher.usage, self._committed_at)
+            watcher = self._watcher
+            self._end.stream_ended(
+                finish_outcome,
+                failure,
+                watcher.usage,
+                self._committed_at,
+                finished=watcher.finished,
+            )
 
 
 class RelayBody:

@@ -152,9 +152,16 @@ class Trail:
         return Refusal(500, message, "gateway_error")
 
     def stream_ended(
-        self, outcome: str, failure: Failure | None, usage: ReportedUsage, ttfb: float | None
+        self,
+        outcome: str,
+        failure: Failure | None,
+        usage: ReportedUsage,
+        ttfb: float | None,
+        *,
+        finished: bool,
     ) -> None:
-        """Record the relayed stream of the current attempt, ended with `outcome`."""
+        """Record the relayed stream of the current attempt, ended with `outcome`; one not
+        `finished` (cut off, or left by its client) is settled at its whole hold."""
         route = self._route
         assert route is not None, "a stream is relayed only once its attempt is held"
         self.usage, self.ttfb = usage, ttfb
@@ -165,7 +172,9 @@ class Trail:
                 # A fault of the gateway's own says nothing about the connection's health.
                 self._books.quota.failed(connection_id, failure, self._books.clock.now())
             self.attempts.append(Attempt(connection_id, outcome, 200, 0.0, failure.message[:300]))
-        self.record(route, outcome, 200)
+        # Before its end a stream has reported no final usage, but the upstream bills what
+        # it generated, the rest of it included when it does not notice the close.
+        self.record(route, outcome, 200, unknown=not finished)
 
     def record(
         self, route: Route | None, outcome: str, status: int, *, unknown: bool = False

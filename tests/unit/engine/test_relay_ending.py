@@ -49,7 +49,13 @@ class _Ends:
         self.seen: list[tuple[str, Failure | None]] = []
 
     def stream_ended(
-        self, outcome: str, failure: Failure | None, usage: ReportedUsage, ttfb: float | None
+        self,
+        outcome: str,
+        failure: Failure | None,
+        usage: ReportedUsage,
+        ttfb: float | None,
+        *,
+        finished: bool,
     ) -> None:
         self.seen.append((outcome, failure))
 
