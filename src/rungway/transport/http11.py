@@ -31,8 +31,7 @@ from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
 from rungway.egress import DIRECT, Proxy, ProxyEnvironment, parse_proxy
 from rungway.engine.transport import BODY_LIMIT, UpstreamTimeout, UpstreamUnreachable
-from rungway.transport.connection import Connection as _Connection
-from rungway.transport.connection import Lost
+from rungway.transport.connection import Connection, Lost
 from rungway.transport.proxy import open_tunnel
 
 KEEPALIVE_S = 30.0
@@ -69,7 +68,7 @@ class Http11Transport:
         """The timeouts in force."""
         self.proxies = proxies if proxies is not None else ProxyEnvironment.read(os.environ)
         """The environment's proxies, for requests whose connection names none."""
-        self._idle: dict[tuple[str, str, int], deque[_Connection]] = {}
+        self._idle: dict[tuple[str, str, int], deque[Connection]] = {}
         self._targets: dict[str | tuple[str, str], _Target] = {}
         self._tls: ssl.SSLContext | None = None
         self._open = False
@@ -133,7 +132,7 @@ class Http11Transport:
             raise UpstreamUnreachable(_refused(target), reached=False)
         return Http11Response(status, answer, connection, self, self.timeouts.idle_s)
 
-    def give_back(self, connection: _Connection) -> None:
+    def give_back(self, connection: Connection) -> None:
         """Keep a connection whose answer was read whole for the next request."""
         if not self._open or not connection.reusable():
             connection.close()
@@ -145,7 +144,7 @@ class Http11Transport:
         connection.idle_since = asyncio.get_running_loop().time()
         idle.append(connection)
 
-    def _reuse(self, key: tuple[str, str, int]) -> _Connection | None:
+    def _reuse(self, key: tuple[str, str, int]) -> Connection | None:
         idle = self._idle.get(key)
         if not idle:
             return None
@@ -160,7 +159,7 @@ class Http11Transport:
             connection.close()
         return None
 
-    async def _connect(self, target: _Target) -> _Connection:
+    async def _connect(self, target: _Target) -> Connection:
         if target.proxy is not None:
             return await self._connect_through(target, target.proxy)
         loop = asyncio.get_running_loop()
@@ -169,7 +168,7 @@ class Http11Transport:
         try:
             _, connection = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: _Connection(target.key),
+                    lambda: Connection(target.key),
                     target.host,
                     target.port,
                     ssl=tls,
@@ -186,7 +185,7 @@ class Http11Transport:
             ) from None
         return connection
 
-    async def _connect_through(self, target: _Target, proxy: Proxy) -> _Connection:
+    async def _connect_through(self, target: _Target, proxy: Proxy) -> Connection:
         """A connection to the HTTP proxy itself (a forwarded target), or to the upstream
         through a tunnel the proxy opens; each failure names the proxy."""
         loop = asyncio.get_running_loop()
@@ -197,7 +196,7 @@ class Http11Transport:
             async with asyncio.timeout(timeout):
                 if target.forwarded:
                     _, connection = await loop.create_connection(
-                        lambda: _Connection(target.key), target.host, target.port
+                        lambda: Connection(target.key), target.host, target.port
                     )
                     return connection
                 # The tunnel's own timeout is the connect timeout too; the outer one also
@@ -205,7 +204,7 @@ class Http11Transport:
                 sock = await open_tunnel(proxy, target.host, target.port, timeout)
                 try:
                     _, connection = await loop.create_connection(
-                        lambda: _Connection(target.key),
+                        lambda: Connection(target.key),
                         sock=sock,
                         ssl=tls,
                         server_hostname=target.host if tls is not None else None,
@@ -268,7 +267,7 @@ class Http11Response:
         self,
         status: int,
         headers: Mapping[str, str],
-        connection: _Connection,
+        connection: Connection,
         pool: Http11Transport,
         idle_s: float,
     ) -> None:
