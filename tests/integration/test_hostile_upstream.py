@@ -294,6 +294,26 @@ def test_an_answer_served_but_never_read_whole_is_billed_at_its_ceiling(
     _then_served(served)
 
 
+def test_an_answer_over_the_body_limit_is_refused_at_the_limit_and_billed_at_its_ceiling(
+    served: Served, upstream: Upstream
+) -> None:
+    async def endless(peer: Peer, request: Received) -> None:
+        # Chunked, so no length warns of it, and never ended: only the limit stops it.
+        megabyte = chunk(b" " * (1024 * 1024))
+        await peer.send([CHUNKED_HEAD % b"application/json", *([megabyte] * 65)])
+        await asyncio.sleep(IDLE_S * 3)
+
+    upstream.script = endless
+    response = served.post()
+    # Refused at the limit: a read that waited for more would end at the idle timeout (504).
+    assert response.status_code == 502
+    assert "the upstream sent a body over its limit" in response.json()["error"]["message"]
+    row = served.row(response.headers["x-rungway-request-id"])
+    assert (row["outcome"], row["cost_usd"]) == ("network", pytest.approx(served.ceiling()))
+    served.books_agree()
+    _then_served(served)
+
+
 def test_a_stream_cut_off_midway_is_billed_at_its_ceiling(
     served: Served, upstream: Upstream
 ) -> None:
