@@ -86,6 +86,14 @@ class Shortfall:
     budget_usd: float
     period: Period
     resets_at: float
+    fits_output: int | None = None
+    """The most output tokens the request could have asked for and fit what is left of the
+    budget (None when not worked out)."""
+    available_usd: float | None = None
+    """What was left of the budget, spent and held amounts taken off."""
+    sets_output_limit: bool = True
+    """Whether the request set its own output limit (`max_tokens` or alike); one that did not
+    was held at its model's limit."""
 
 
 class ReservationLog(Protocol):

@@ -39,6 +39,9 @@ class Route:
     connection: Connection
     adapter: Adapter
     rung: Rung | None
+    max_output: int | None = None
+    """The model's own output limit from the catalog (None when unknown): what a request
+    that sets none can cost."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +209,9 @@ class Planner:
 
     def _route(self, target: Target, rung: Rung | None) -> Route:
         connection = self._connections[target.connection_id]
-        return Route(target, connection, self._adapter_for(connection.provider), rung)
+        served = self._served.get((connection.id, target.model))
+        limit = served.capabilities.max_output if served is not None else None
+        return Route(target, connection, self._adapter_for(connection.provider), rung, limit)
 
     def _named_plan(self, resolution: Resolution) -> Plan:
         """Every connection that serves a named model, in the configured order, less those

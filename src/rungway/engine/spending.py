@@ -17,11 +17,12 @@ credit.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from rungway.budget import BudgetUnavailable, HeldFor, Reservation, Shortfall, cost_ceiling
+from rungway.budget.ceiling import output_that_fits, requested_output_limit
 from rungway.engine.call import Call, Refusal
 from rungway.engine.planning import Route
 from rungway.engine.state import Budget
@@ -56,7 +57,12 @@ class Spending:
     def ceiling(self, route: Route, sent: Mapping[str, Any], sent_bytes: int) -> float:
         """The most an attempt on `route` sending `sent` (`sent_bytes` long) could cost."""
         return cost_ceiling(
-            route.connection.provider, route.target.model, sent, sent_bytes, prices=self._prices
+            route.connection.provider,
+            route.target.model,
+            sent,
+            sent_bytes,
+            prices=self._prices,
+            model_limit=route.max_output,
         )
 
     async def hold(
@@ -78,8 +84,33 @@ class Spending:
             connection.provider,
             route.target.model,
         )
-        return await self._budget.reserve(
+        held = await self._budget.reserve(
             route.rung, call.client_key, ceiling, now, held_for=held_for
+        )
+        if isinstance(held, Shortfall):
+            return self._what_fits(held, call, route, sent_bytes, now)
+        return held
+
+    def _what_fits(
+        self, shortfall: Shortfall, call: Call, route: Route, sent_bytes: int, now: float
+    ) -> Shortfall:
+        """`shortfall` with what is left of a rung's budget and the output that would fit
+        it, so the refusal can say what to ask for."""
+        sets_limit = requested_output_limit(call.body) is not None
+        if shortfall.account != "rung" or route.rung is None:
+            return replace(shortfall, sets_output_limit=sets_limit)
+        spend = self._budget.rung_spend(now).get(route.rung)
+        used = spend.spent_usd + spend.reserved_usd if spend is not None else 0.0
+        available = max(0.0, shortfall.budget_usd - used)
+        fits = output_that_fits(
+            route.connection.provider,
+            route.target.model,
+            sent_bytes,
+            available,
+            prices=self._prices,
+        )
+        return replace(
+            shortfall, fits_output=fits, available_usd=available, sets_output_limit=sets_limit
         )
 
     def release(self, reservation: Reservation | None) -> None:
@@ -180,7 +211,7 @@ def over_budget(shortfalls: list[Shortfall | BudgetUnavailable], now: float) -> 
         f"the budget of the {' and '.join(rungs)} rung for this {period} cannot take this "
         "request's maximum cost"
         + (f" (it resets at {_utc(resets_at)})" if resets_at is not None else "")
-        + "; raise ladder.rung_budget_usd or lower max_tokens"
+        + _what_to_do(over)
     )
     wait = None if resets_at is None else max(1.0, resets_at - now)
     return Refusal(429, message, code="budget_exhausted", retry_after_s=wait)
@@ -207,6 +238,35 @@ def budget_store_unavailable(unchecked: BudgetUnavailable) -> Refusal:
             "rungs refuse until it can rather than spend unmetered"
         )
     return Refusal(503, message, code="budget_store_unavailable", retry_after_s=5.0)
+
+
+def _what_to_do(over: list[Shortfall]) -> str:
+    """The refusal's advice: the output limit that fits what is left, worded for a request
+    that set one or for one that held its model's whole output limit."""
+    sets_limit = all(each.sets_output_limit for each in over)
+    # The rung with the most room left is the one a smaller request would fit.
+    best = max(over, key=lambda each: each.fits_output or 0, default=None)
+    fits = best.fits_output if best is not None else None
+    if fits is None or best is None or best.available_usd is None:
+        if sets_limit:
+            return "; raise ladder.rung_budget_usd or lower max_tokens"
+        return (
+            "; it sets no max_tokens, so it holds as much output as its model can write: "
+            "set max_tokens, or raise ladder.rung_budget_usd"
+        )
+    left = f"${best.available_usd:.4f}"
+    if fits == 0:
+        return f"; the remaining {left} cannot take even its input: raise ladder.rung_budget_usd"
+    if sets_limit:
+        return (
+            f"; lower max_tokens to at most {fits} to fit the remaining {left}, "
+            "or raise ladder.rung_budget_usd"
+        )
+    return (
+        "; it sets no max_tokens, so it holds as much output as its model can write: "
+        f"set max_tokens to at most {fits} to fit the remaining {left}, "
+        "or raise ladder.rung_budget_usd"
+    )
 
 
 def _utc(epoch: float) -> str:

@@ -111,6 +111,40 @@ BUILT_IN: dict[str, ModelCapabilities] = {
 }
 
 
+OUTPUT_LIMITS: dict[str, ModelCapabilities] = {
+    # The most output tokens each model writes: what a budget holds for a request that sets
+    # no limit of its own. A family's row comes first and its exceptions after it.
+    # https://platform.claude.com/docs/en/about-claude/models/overview
+    "claude-*": ModelCapabilities(max_output=64_000),
+    "claude-opus-4": ModelCapabilities(max_output=32_000),
+    "claude-opus-4-[01]*": ModelCapabilities(max_output=32_000),
+    "claude-opus-4-2025*": ModelCapabilities(max_output=32_000),
+    "claude-3-5-*": ModelCapabilities(max_output=8_192),
+    "claude-3-haiku*": ModelCapabilities(max_output=4_096),
+    "claude-3-opus*": ModelCapabilities(max_output=4_096),
+    # https://platform.openai.com/docs/models
+    "gpt-3.5-turbo*": ModelCapabilities(max_output=4_096),
+    "gpt-4o*": ModelCapabilities(max_output=16_384),
+    "gpt-4.1*": ModelCapabilities(max_output=32_768),
+    "gpt-5*": ModelCapabilities(max_output=128_000),
+    "gpt-5*-chat*": ModelCapabilities(max_output=16_384),
+    "o1*": ModelCapabilities(max_output=100_000),
+    "o1-mini*": ModelCapabilities(max_output=65_536),
+    "o1-preview*": ModelCapabilities(max_output=32_768),
+    "o3*": ModelCapabilities(max_output=100_000),
+    "o4-mini*": ModelCapabilities(max_output=100_000),
+    "*codex*": ModelCapabilities(max_output=128_000),
+    # https://ai.google.dev/gemini-api/docs/models
+    "gemini-*": ModelCapabilities(max_output=65_536),
+    "gemini-2.0-*": ModelCapabilities(max_output=8_192),
+    "gemini-1.5-*": ModelCapabilities(max_output=8_192),
+    # https://api-docs.deepseek.com/quick_start/pricing
+    "deepseek-chat": ModelCapabilities(max_output=8_192),
+    "deepseek-reasoner": ModelCapabilities(max_output=65_536),
+}
+"""Output limits, applied after `BUILT_IN` (a model's row there names none)."""
+
+
 def model_capabilities(
     model: str, extra: Mapping[str, ModelCapabilities] | None = None
 ) -> ModelCapabilities:
@@ -124,7 +158,7 @@ def model_capabilities(
 @lru_cache(maxsize=4096)
 def _built_in(name: str) -> ModelCapabilities:
     # Cached: the translation writers ask once per request for the model they write for.
-    return _apply(UNKNOWN, name, BUILT_IN.items())
+    return _apply(_apply(UNKNOWN, name, BUILT_IN.items()), name, OUTPUT_LIMITS.items())
 
 
 def _apply(

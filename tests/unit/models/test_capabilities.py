@@ -47,7 +47,7 @@ def test_curated_rows_say_who_reasons_and_takes_a_schema(
 
 def test_vision_and_tools_where_the_table_knows_them() -> None:
     assert model_capabilities("o1-mini") == ModelCapabilities(
-        vision=False, tools=False, reasoning=True, structured=Structured.NONE
+        vision=False, tools=False, reasoning=True, structured=Structured.NONE, max_output=65_536
     )
     assert model_capabilities("deepseek-chat").vision is False
     assert model_capabilities("llama3.2-vision:11b").vision is True
