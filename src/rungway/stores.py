@@ -159,6 +159,10 @@ def _budget(
     if link is None:
         return LocalBudget(settings.ladder, store.spent_since, keys=keys, log=log)
     from rungway.cluster.budget import RedisBudget  # noqa: PLC0415 - only with a cluster
+    from rungway.cluster.budget_changes import (  # noqa: PLC0415 - only with a cluster
+        PendingChanges,
+        pending_path,
+    )
 
     # Shared spend is seeded from the cluster's ledger where there is one; the crash rows
     # whose cost must reach it are this process's own.
@@ -171,5 +175,11 @@ def _budget(
         log=log,
         unrecorded=(
             partial(unrecorded_since, store.path) if isinstance(store, SqliteLedger) else None
+        ),
+        # What waits for Redis is kept beside the ledger's journal, one file per worker.
+        pending=(
+            PendingChanges(pending_path(store.journal.path))
+            if isinstance(store, SqliteLedger)
+            else None
         ),
     )

@@ -21,6 +21,7 @@ from rungway.budget.local import Grouping, UnrecordedCost
 from rungway.budget.period import period_start
 from rungway.clock import FakeClock
 from rungway.cluster.budget import RedisBudget
+from rungway.cluster.budget_changes import PendingChanges
 from rungway.cluster.budget_scripts import NANO, nano
 from rungway.cluster.link import RedisLink
 from rungway.routing.rungs import Rung
@@ -73,6 +74,7 @@ async def shared_budget(
     url: str = REDIS_URL,
     keys: tuple[KeyBudget, ...] = (),
     together: threading.Barrier | None = None,
+    pending: PendingChanges | None = None,
 ) -> AsyncIterator[tuple[RedisBudget, RedisLink]]:
     """A started budget on its own link, as a gateway process starts it (at the same
     moment as the other processes waiting on `together`)."""
@@ -84,6 +86,7 @@ async def shared_budget(
         clock=clock or FakeClock(NOW),
         keys=keys,
         unrecorded=ledger.unrecorded,
+        pending=pending,
         refresh_s=0.1,
     )
     await budget.start()

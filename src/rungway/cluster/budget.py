@@ -43,6 +43,7 @@ from rungway.budget.period import period_bounds
 from rungway.budget.unavailable import BudgetUnavailable
 from rungway.clock import Clock
 from rungway.cluster.budget_accounts import Account
+from rungway.cluster.budget_changes import PendingChanges, Target
 from rungway.cluster.budget_scripts import (
     GIVEN_BACK,
     MISSING,
@@ -55,7 +56,6 @@ from rungway.cluster.budget_scripts import (
 from rungway.cluster.budget_writer import (
     LedgerUnreadable,
     SpendWriter,
-    Target,
     Unrecorded,
     crash_marker,
     stopped,
@@ -86,6 +86,7 @@ class RedisBudget:
         keys: Iterable[KeyBudget] = (),
         log: ReservationLog | None = None,
         unrecorded: Unrecorded | None = None,
+        pending: PendingChanges | None = None,
         refresh_s: float = 1.0,
     ) -> None:
         self._link = link
@@ -107,7 +108,10 @@ class RedisBudget:
         # The hold is the request path's one round trip: through the pipelined channel.
         self._reserve = ChannelScript(link.channel, RESERVE)
         self._totals = link.client.register_script(TOTALS)
-        self._writer = SpendWriter(link, spent_since, unrecorded, clock, done_ttl_s=self._token_ttl)
+        self._writer = SpendWriter(
+            link, spent_since, unrecorded, clock, done_ttl_s=self._token_ttl, pending=pending
+        )
+        self._pending_path = pending.path if pending is not None else None
         self._writer.on_missing = self._rehold
         self._open: dict[int, Reservation] = {}
         self._seeded_at: dict[str, bytes] = {}
@@ -254,8 +258,12 @@ class RedisBudget:
         return self._writer.pending
 
     async def start(self) -> None:
-        """Queue the cost of the crash rows this period holds, and start the sender and
-        the mirror's refresher; call before the link starts, so its join seeds and sends."""
+        """Queue what the last run left waiting for Redis and the cost of the crash rows
+        this period holds, and start the sender and the mirror's refresher; call before
+        the link starts, so its join seeds and sends."""
+        left = self._writer.load()
+        if left:
+            log.warning("budget: %d changes the last run left for redis are sent", left)
         now = self._clock.now()
         if self._unrecorded is not None:
             since = min(
@@ -285,12 +293,20 @@ class RedisBudget:
                 await asyncio.wait_for(self._writer.flush(), timeout=2.0)
             except UNREACHABLE as error:  # asyncio's timeout among them
                 log.warning("budget: redis did not take the last changes: %s", error)
-        if self._writer.pending:
+        if self._writer.pending and self._pending_path is not None:
+            log.warning(
+                "budget: %d changes wait for redis at %s in %s; they are sent at the next start",
+                self._writer.pending,
+                self._link.address,
+                self._pending_path,
+            )
+        elif self._writer.pending:
             log.warning(
                 "budget: %d changes never reached redis at %s; the ledger holds their rows",
                 self._writer.pending,
                 self._link.address,
             )
+        self._writer.close()
 
     async def refresh(self, now: float) -> None:
         """Read every account's spend and open holds into the mirror in one round trip,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rungway.budget.local import Grouping
 from rungway.budget.period import Period, period_bounds
-from rungway.cluster.budget_writer import Target
+from rungway.cluster.budget_changes import Target
 from rungway.cluster.link import RedisLink
 
 

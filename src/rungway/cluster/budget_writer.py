@@ -3,8 +3,9 @@
 Settles, releases and costs without a hold are queued on the event loop and sent by one
 background task, many to a pipeline (one round trip). Each is idempotent in Redis (a
 hold's token, a request's marker, a crash row's marker), so one whose answer was lost can
-be sent again. While Redis does not answer they stay queued, and the link's join replays
-them, so spend and holds agree again once it is back.
+be sent again. While Redis does not answer they stay queued, and written down on disk
+(`budget_changes.PendingChanges`) so that a gateway stopped meanwhile sends them at its
+next start; the link's join replays them, so spend and holds agree again once it is back.
 
 A period's spend hash is seeded from the ledger, only when it is missing (first use, a new
 period, a Redis that restarted empty) and only once however many processes try: `SEED`
@@ -21,8 +22,7 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
@@ -30,6 +30,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from rungway.budget.local import Grouping, SpentSince, UnrecordedCost
 from rungway.clock import Clock
+from rungway.cluster.budget_changes import Change, Kind, PendingChanges, Target
 from rungway.cluster.budget_scripts import APPLY, SEED, nano
 from rungway.cluster.link import UNREACHABLE, RedisLink
 
@@ -38,11 +39,11 @@ log = logging.getLogger("rungway.cluster")
 Unrecorded = Callable[[float], Iterable[UnrecordedCost]]
 """The rows a crash left as `unrecorded` since an instant, read from the ledger."""
 
-Kind = Literal["settle", "release", "spend", "recover", "rehold"]
 _BATCH: Final = 256
 _MAX_QUEUED: Final = 100_000
-"""Beyond this many changes waiting for Redis the oldest are dropped (and logged): memory
-must stay bounded through a long outage. The ledger still holds their rows."""
+"""Beyond this many changes waiting for Redis the oldest are dropped from memory (and
+logged): memory must stay bounded through a long outage. The file of pending changes
+still holds them, for the next start."""
 _MARKER_TTL_S: Final = 3_600
 """How long a cost without a hold is remembered as counted. A change is only sent twice
 when the answer to its batch was lost, and is sent again when the link rejoins; an hour
@@ -58,33 +59,6 @@ class LedgerUnreadable(Exception):
         super().__init__(f"the ledger could not be read to seed spend: {reason}")
         self.reason = reason
         """Why, in one line, as the operator and a refused client should read it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One account's keys for one budget period."""
-
-    grouping: Grouping
-    name: str
-    start: float
-    end: float
-    spent: str
-    holds: str
-    reserved: str
-
-
-@dataclass(slots=True)
-class _Change:
-    seq: int
-    kind: Kind
-    marker: str
-    """KEYS[1]: the hold's token, the request's marker (spend), any key (recover)."""
-    member: str
-    """The hold's `<id>:<amount>` member, or a crash row's marker field (recover)."""
-    targets: tuple[Target, ...]
-    cost: int
-    at: float
-    """When it was queued (a rehold: when its hold expires)."""
 
 
 GATHER_S = 0.02
@@ -104,9 +78,13 @@ class SpendWriter:
         clock: Clock,
         *,
         done_ttl_s: int = 86_400,
+        pending: PendingChanges | None = None,
         gather_s: float = GATHER_S,
     ) -> None:
         self._link = link
+        self._pending = pending
+        self._saved = True
+        """Every change queued is on disk (or there is no file to keep them in)."""
         self._done_ttl_s = done_ttl_s
         self._gather_s = gather_s
         self._spent_since = spent_since
@@ -114,7 +92,7 @@ class SpendWriter:
         self._clock = clock
         self._apply = link.client.register_script(APPLY)
         self._seed = link.client.register_script(SEED)
-        self._queue: deque[_Change] = deque()
+        self._queue: deque[Change] = deque()
         self._seq = itertools.count()
         self._next_seq = 0
         self._covered: dict[str, int] = {}
@@ -144,9 +122,41 @@ class SpendWriter:
         at: float | None = None,
     ) -> None:
         """Queue one change for the background sender (`at`: a rehold's expiry)."""
-        self._next_seq = seq = next(self._seq) + 1
         when = self._clock.now() if at is None else at
-        self._queue.append(_Change(seq - 1, kind, marker, member, targets, cost, when))
+        self._append(Change(0, kind, marker, member, targets, cost, when))
+
+    def load(self) -> int:
+        """Queue what the last run left waiting on disk; how many changes."""
+        if self._pending is None:
+            return 0
+        left = self._pending.load()
+        for change in left:
+            self._append(change)
+        return len(left)
+
+    def save(self) -> None:
+        """Write down what waits for Redis and is not on disk yet."""
+        if self._pending is not None and not self._saved:
+            self._pending.save(self._queue)
+        self._saved = True
+
+    def close(self) -> None:
+        """Write down what still waits, and close the file."""
+        self.save()
+        if self._pending is not None:
+            self._pending.close()
+
+    def _append(self, change: Change) -> None:
+        self._next_seq = seq = next(self._seq) + 1
+        change.seq = seq - 1
+        self._queue.append(change)
+        if self._pending is not None and change.row is None:
+            if self._link.up:
+                self._saved = False  # sent in a moment: no file I/O on the request path
+            else:
+                # Nothing reaches Redis until it answers: on disk now, so that a stop or a
+                # kill meanwhile loses nothing.
+                self._pending.save((change,))
         if len(self._queue) > _MAX_QUEUED:
             dropped = self._queue.popleft()
             log.error(
@@ -169,6 +179,7 @@ class SpendWriter:
             if self._stopping:
                 return
             if not self._link.up:
+                self.save()  # what was queued before Redis went away
                 continue  # the join replays the queue
             # Let the settles of a moment gather: one pipeline for many requests.
             await asyncio.sleep(self._gather_s)
@@ -176,6 +187,7 @@ class SpendWriter:
                 await self.flush()
             except UNREACHABLE as error:
                 self._link.lost(error)
+                self.save()
             except Exception as error:
                 if not isinstance(error, LedgerUnreadable):  # which the seed said, once
                     log.exception("budget: sending queued changes to redis failed")
@@ -208,7 +220,7 @@ class SpendWriter:
         async with self._lock:
             await self._seed_locked(list(targets))
 
-    async def _send(self, batch: list[_Change]) -> list[Target]:
+    async def _send(self, batch: list[Change]) -> list[Target]:
         calls: list[tuple[list[str], list[str | int]]] = []
         for change in batch:
             costs = [
@@ -218,12 +230,15 @@ class SpendWriter:
             keys = [change.marker]
             for target in change.targets:
                 keys += (target.spent, target.holds, target.reserved)
-            ttl = _MARKER_TTL_S if change.kind == "spend" else self._done_ttl_s
+            # A spend sent again after a restart (from disk) may come long after the first.
+            short = change.kind == "spend" and change.row is None
+            ttl = _MARKER_TTL_S if short else self._done_ttl_s
             args: list[str | int] = [change.kind, change.member, ttl, repr(change.at), *costs]
             calls.append((keys, args))
         results = await pipelined(self._link.client, self._apply, calls)
         missing: dict[str, Target] = {}
         kept = []
+        taken = []
         for change, result in zip(batch, results, strict=True):
             if isinstance(result, ResponseError):
                 log.error("budget: redis refused a %s: %s", change.kind, result)
@@ -231,9 +246,14 @@ class SpendWriter:
                 target = change.targets[-int(result) - 1]
                 missing[target.spent] = target
                 kept.append(change)
+                continue
+            if change.row is not None:
+                taken.append(change.row)
         for _ in batch:
             self._queue.popleft()
         self._queue.extendleft(reversed(kept))
+        if taken and self._pending is not None:
+            self._pending.forget(taken)
         return list(missing.values())
 
     async def _seed_locked(self, targets: list[Target]) -> None:
