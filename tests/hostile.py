@@ -246,18 +246,3 @@ def chunk(data: bytes) -> bytes:
 def pieces(data: bytes, size: int = 256 * 1024) -> list[bytes]:
     """`data` cut into pieces of `size` bytes, to send with `Peer.send`."""
     return [data[start : start + size] for start in range(0, len(data), size)]
-
-
-def answering(data: bytes | Callable[[Received], bytes], *, then: str = "") -> Script:
-    """A script that writes `data` (or what it makes of the request), then closes the
-    connection when `then` is "close", or resets it when "reset"."""
-
-    async def script(peer: Peer, request: Received) -> None:
-        await peer.send(pieces(data(request) if callable(data) else data))
-        if then == "close":
-            peer.close()
-        elif then == "reset":
-            await asyncio.sleep(0.02)
-            peer.reset()
-
-    return script
