@@ -204,11 +204,27 @@ def _ask(url: str, route: str, *, stream: bool) -> httpx.Response:
     return httpx.post(f"{url}/v1/chat/completions", json=body, timeout=10)
 
 
+def _counts(value: Any) -> list[Any]:
+    """Every count field's value in a JSON answer or event."""
+    if isinstance(value, dict):
+        found = []
+        for name, inner in value.items():
+            found += [inner] if name.endswith("tokens") else _counts(inner)
+        return found
+    if isinstance(value, list):
+        return [each for inner in value for each in _counts(inner)]
+    return []
+
+
 def _check_shape(answer: httpx.Response, route: str, *, stream: bool) -> None:
-    """The answer is a whole one in the client's API, its text the upstream's."""
+    """The answer is a whole one in the client's API, its text the upstream's, and every
+    count in it a count: the ones that were not read 0."""
     assert answer.status_code == 200, answer.text
     if stream:
         events = [line[6:] for line in answer.text.splitlines() if line.startswith("data: ")]
+        counts = [each for event in events[:-1] for each in _counts(json.loads(event))]
+        assert counts, "the usage reached the client"
+        assert all(type(each) is int and 0 <= each <= 10**9 for each in counts), counts
         if route == "messages":
             assert json.loads(events[-1]) == {"type": "message_stop"}
             assert '"text": "hi"' in answer.text or '"text":"hi"' in answer.text
@@ -217,6 +233,7 @@ def _check_shape(answer: httpx.Response, route: str, *, stream: bool) -> None:
             assert any(json.loads(each).get("choices") and "hi" in each for each in events[:-1])
         return
     body = answer.json()
+    assert all(type(each) is int and 0 <= each <= 10**9 for each in _counts(body)), body
     if route == "messages":
         assert body["content"][0]["text"] == "hi"
     else:

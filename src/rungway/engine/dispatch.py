@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
+from typing import Any
 
 import orjson
 
@@ -46,6 +47,7 @@ from rungway.engine.transport import (
 from rungway.pricing import PriceBook
 from rungway.protocol.errors import ERROR_BODIES, STREAM_ERROR_EVENTS
 from rungway.protocol.failures import Failure, FailureClass
+from rungway.protocol.usage import ReportedUsage, without_bad_counts
 
 log = logging.getLogger("rungway.engine")
 
@@ -276,6 +278,7 @@ class Engine:
             except ValueError as error:
                 return Failure(FailureClass.SERVER, f"the upstream's reply cannot be read: {error}")
         trail.usage = adapter.read_usage(parsed)
+        body = _readable(trail.usage, parsed, body, translated=translation is not None)
         trail.ttfb = time.perf_counter()
         self._quota.succeeded(connection.id)
         trail.record(route, "ok", response.status)
@@ -352,3 +355,13 @@ class Engine:
         # Recorded even when no upstream was reached, so that `explain` finds it.
         trail.record(None, trail.attempts[-1].outcome, refusal.status)
         return refusal
+
+
+def _readable(
+    usage: ReportedUsage, parsed: dict[str, Any], body: bytes, *, translated: bool
+) -> bytes:
+    """The client's answer: `body`, or when its usage is not counts, the answer it is billed
+    for without those numbers (a translated one was written from the counts read, as 0)."""
+    if usage.invalid is None or translated:
+        return body
+    return orjson.dumps(without_bad_counts(parsed))

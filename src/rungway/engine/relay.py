@@ -22,13 +22,15 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
+import orjson
+
 from rungway.adapters.base import EventKind, StreamWatcher
 from rungway.credentials.redaction import redact_bytes
 from rungway.engine.transport import UpstreamResponse, UpstreamTimeout, UpstreamUnreachable
 from rungway.protocol.errors import StreamErrorEvent
 from rungway.protocol.failures import MALFORMED, Failure, FailureClass, UnreadableUpstream
-from rungway.protocol.sse import SseEvent, SseSplitter
-from rungway.protocol.usage import ReportedUsage
+from rungway.protocol.sse import SseEvent, SseSplitter, encode_event
+from rungway.protocol.usage import ReportedUsage, without_bad_counts
 
 Translate = Callable[[SseEvent], bytes]
 """Turns one upstream event into the client's frames, when the two speak other APIs."""
@@ -219,6 +221,9 @@ class StreamRelay:
             data = self._translate(event)
         else:
             data = b"" if kind is EventKind.DROP else event.raw
+            if data and self._watcher.usage.invalid is not None:
+                # Once the usage is not counts, events pass without the numbers that are not.
+                data = _without_bad_counts(event)
         # An upstream's error event can quote the credential it was sent.
         return redact_bytes(data) if kind is EventKind.ERROR else data
 
@@ -290,6 +295,14 @@ class _UnwrappingSplitter(SseSplitter):
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """The complete events so far, unwrapped."""
         return [self._unwrap(event) for event in super().feed(chunk)]
+
+
+def _without_bad_counts(event: SseEvent) -> bytes:
+    try:
+        parsed = orjson.loads(event.data)
+    except orjson.JSONDecodeError:
+        return event.raw
+    return encode_event(without_bad_counts(parsed), event.event)
 
 
 def _transport_failure(error: UpstreamTimeout | UpstreamUnreachable) -> Failure:

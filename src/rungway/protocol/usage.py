@@ -132,6 +132,28 @@ def reported_cost(value: object) -> float | None:
     return None
 
 
+def without_bad_counts(value: Any) -> Any:
+    """A copy of an upstream's JSON `value` in which every count field (a name ending in
+    `tokens` or `TokenCount`) whose value is not a token count reads 0: what a client gets
+    in place of usage the gateway could not read, its other fields as they were sent."""
+    if isinstance(value, dict):
+        return {
+            name: 0 if _counts_tokens(name) and _not_a_count(inner) else without_bad_counts(inner)
+            for name, inner in value.items()
+        }
+    if isinstance(value, list):
+        return [without_bad_counts(inner) for inner in value]
+    return value
+
+
+def _counts_tokens(name: str) -> bool:
+    return name.endswith(("tokens", "TokenCount", "tokenCount"))
+
+
+def _not_a_count(value: object) -> bool:
+    return value is not None and not isinstance(value, dict | list) and token_count(value) is None
+
+
 def shown(value: object) -> str:
     """An upstream's value as a ledger message quotes it: short, whatever its size."""
     if isinstance(value, int) and value.bit_length() > _SHOWN_BITS:

@@ -27,6 +27,7 @@ from rungway.protocol.usage import (
     reported_cost,
     shown,
     token_count,
+    without_bad_counts,
 )
 from rungway.translate.anthropic_stream import read_usage as read_anthropic
 from rungway.translate.gemini_stream import read_usage as read_gemini
@@ -194,3 +195,52 @@ def test_every_stream_watcher_marks_a_final_usage_that_is_not_a_count(bad: Any) 
     gemini.see(_event(None, {"candidates": [], "usageMetadata": _gemini_usage(4)}))
     for watcher in (chat, responses, anthropic, gemini):
         assert watcher.usage.invalid is not None, watcher
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["input_tokens", "promptTokenCount", "service_tier", "model", "n"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+def _count_fields(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [
+            each
+            for name, inner in value.items()
+            for each in ([inner] if name in ("input_tokens", "promptTokenCount") else [])
+            + _count_fields(inner)
+        ]
+    if isinstance(value, list):
+        return [each for inner in value for each in _count_fields(inner)]
+    return []
+
+
+@given(_JSON)
+def test_an_answer_without_bad_counts_keeps_its_counts_and_every_other_field(
+    value: Any,
+) -> None:
+    cleaned = without_bad_counts(value)
+    for each in _count_fields(cleaned):
+        assert each is None or isinstance(each, dict | list) or token_count(each) == each
+    if all(
+        each is None or isinstance(each, dict | list) or token_count(each) is not None
+        for each in _count_fields(value)
+    ):
+        assert cleaned == value
+
+
+def test_an_answer_loses_only_the_numbers_that_are_not_counts() -> None:
+    usage = {"input_tokens": 10, "output_tokens": -5, "service_tier": "standard"}
+    assert without_bad_counts({"id": "m", "usage": usage}) == {
+        "id": "m",
+        "usage": {"input_tokens": 10, "output_tokens": 0, "service_tier": "standard"},
+    }
