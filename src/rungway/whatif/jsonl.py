@@ -6,15 +6,16 @@ Each non-blank line is one JSON object whose keys are `TraceRequest`'s field nam
      "input_tokens": 12, "output_tokens": 640, "cache_read_tokens": 48000,
      "cache_write_tokens": 2100, "reasoning_tokens": 0, "stream": true, "client_key": "ci"}
 
-- `at` (number): when the request arrived, in epoch seconds.
+- `at` (number): when the request arrived, in epoch seconds, from 0 to the start of the
+  year 9999.
 - `model` (string): the name the client asked for, such as `auto/thrifty` or a model id.
 - `api` (string): the API the client called: `openai_chat`, `openai_responses`,
   `anthropic_messages` or `gemini`.
-- `input_tokens`, `output_tokens` (whole numbers): input excludes cache reads and writes;
-  output includes reasoning.
-- optional: `cache_read_tokens`, `cache_write_tokens`, `reasoning_tokens` (whole numbers,
-  default 0), `stream` (true or false, default false), `client_key` (a string or null, the
-  client key's id, default null).
+- `input_tokens`, `output_tokens` (whole numbers up to a billion, as the gateway records):
+  input excludes cache reads and writes; output includes reasoning.
+- optional: `cache_read_tokens`, `cache_write_tokens`, `reasoning_tokens` (whole numbers
+  up to a billion, default 0), `stream` (true or false, default false), `client_key` (a
+  string or null, the client key's id, default null).
 
 A key the format does not know is an error, as is a missing required one or a value of the
 wrong type; every error names the line and the field. Blank lines are skipped. Requests out
@@ -28,14 +29,14 @@ defaults, which keeps a month of requests small; reading it back gives the same 
 
 from __future__ import annotations
 
-import math
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
-from rungway.whatif.trace import Trace, TraceError, TraceRequest
+from rungway.whatif.trace import COUNT_RULE, LAST_AT, Trace, TraceError, TraceRequest, is_count
 
 __all__ = ["read_jsonl", "write_jsonl"]
 
@@ -98,7 +99,7 @@ def _request(line: bytes, number: int) -> TraceRequest:
     try:
         fields = orjson.loads(line)
     except orjson.JSONDecodeError as error:
-        raise TraceError(f"{number}: not a JSON object: {error}") from None
+        fields = _lenient(line, error, number)
     if not isinstance(fields, dict):
         raise TraceError(f"{number}: a line holds one JSON object, not {type(fields).__name__}")
     unknown = sorted(fields.keys() - _FIELDS)
@@ -126,28 +127,49 @@ def _request(line: bytes, number: int) -> TraceRequest:
         raise TraceError(f"{number}: {error}") from None
 
 
+def _lenient(line: bytes, error: orjson.JSONDecodeError, number: int) -> Any:
+    """`line` read by the standard library, which takes what orjson refuses but a field
+    check can name (an integer past 64 bits, NaN, Infinity); a TraceError if it is no JSON."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        raise TraceError(f"{number}: not a JSON object: {error}") from None
+
+
 def _check(fields: dict[str, Any], number: int) -> None:
     """A TraceError for the first field of line `number` that is missing or mistyped."""
     for name in _REQUIRED:
         if name not in fields:
             raise TraceError(f"{number}: field {name!r} is missing")
     at = fields["at"]
-    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
-        raise TraceError(f"{number}: field 'at' must be a number of epoch seconds, not {at!r}")
+    if isinstance(at, bool) or not isinstance(at, int | float) or not 0 <= at <= LAST_AT:
+        raise TraceError(
+            f"{number}: field 'at' must be a number of epoch seconds from 0 to "
+            f"{LAST_AT:.0f} (the start of the year 9999), not {_shown(at)}"
+        )
     for name in ("model", "api"):
         if not isinstance(fields[name], str):
-            raise TraceError(f"{number}: field {name!r} must be a string, not {fields[name]!r}")
+            raise TraceError(
+                f"{number}: field {name!r} must be a string, not {_shown(fields[name])}"
+            )
     for name in _COUNTS:
         value = fields.get(name, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise TraceError(
-                f"{number}: field {name!r} must be a whole number of at least 0, not {value!r}"
-            )
+        if not is_count(value):
+            raise TraceError(f"{number}: field {name!r} must be {COUNT_RULE}, not {_shown(value)}")
     stream = fields.get("stream", False)
     if not isinstance(stream, bool):
-        raise TraceError(f"{number}: field 'stream' must be true or false, not {stream!r}")
+        raise TraceError(f"{number}: field 'stream' must be true or false, not {_shown(stream)}")
     client_key = fields.get("client_key")
     if client_key is not None and not isinstance(client_key, str):
         raise TraceError(
-            f"{number}: field 'client_key' must be a string or null, not {client_key!r}"
+            f"{number}: field 'client_key' must be a string or null, not {_shown(client_key)}"
         )
+
+
+def _shown(value: object) -> str:
+    """`value` for an error message, cut short: a field may hold a whole document."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "a value nested too deep to show"
+    return text if len(text) <= 60 else f"{text[:57]}..."

@@ -6,14 +6,29 @@ and writes, and `reasoning_tokens` are already inside `output_tokens`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
 
 from rungway.protocol.api import Api
+from rungway.protocol.usage import MAX_TOKEN_COUNT
 
-__all__ = ["Trace", "TraceError", "TraceRequest", "check_trace"]
+__all__ = [
+    "COUNT_RULE",
+    "LAST_AT",
+    "Trace",
+    "TraceError",
+    "TraceRequest",
+    "check_trace",
+    "is_count",
+]
 
 _APIS = frozenset(api.value for api in Api)
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+LAST_AT: Final = datetime(9999, 1, 1, tzinfo=UTC).timestamp()
+"""The latest `at` a trace may hold: the first second of the year 9999. The replay's
+calendar (the next midnight, week or month after a request, in any time zone) then stays
+within the years a datetime can hold."""
 
 
 class TraceError(ValueError):
@@ -40,21 +55,16 @@ class TraceRequest:
     """The client key's id, for its budget; None when the request had none."""
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.at) or self.at < 0:
-            raise TraceError(f"at must be a finite epoch second, not {self.at!r}")
+        if not 0 <= self.at <= LAST_AT:  # NaN fails this too
+            raise TraceError(f"at must be epoch seconds from 0 to {LAST_AT:.0f}, not {self.at!r}")
         if not self.model:
             raise TraceError("model must not be empty")
         if self.api not in _APIS:
             raise TraceError(f"api must be one of {sorted(_APIS)}, not {self.api!r}")
-        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise TraceError(f"{name} must be a whole number of at least 0, not {value!r}")
+        for name in (*_COUNTS, "reasoning_tokens"):
+            if not is_count(value := getattr(self, name)):
+                raise TraceError(f"{name} must be {COUNT_RULE}, not {value!r}")
         reasoning = self.reasoning_tokens
-        if isinstance(reasoning, bool) or not isinstance(reasoning, int) or reasoning < 0:
-            raise TraceError(
-                f"reasoning_tokens must be a whole number of at least 0, not {reasoning!r}"
-            )
         if reasoning > self.output_tokens:
             raise TraceError(
                 f"reasoning_tokens ({reasoning}) are part of output_tokens ({self.output_tokens})"
@@ -69,6 +79,15 @@ class TraceRequest:
             + self.cache_write_tokens
             + self.output_tokens
         )
+
+
+def is_count(value: object) -> bool:
+    """Whether `value` is a token count: a whole number from 0 to MAX_TOKEN_COUNT, the most
+    the gateway records for one request."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
+
+
+COUNT_RULE: Final = f"a whole number from 0 to {MAX_TOKEN_COUNT}"
 
 
 Trace = tuple[TraceRequest, ...]

@@ -3,8 +3,11 @@ file is named by its line and field."""
 
 from __future__ import annotations
 
+import json
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -12,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rungway.protocol.api import Api
+from rungway.protocol.usage import MAX_TOKEN_COUNT
 from rungway.whatif.jsonl import read_jsonl, write_jsonl
-from rungway.whatif.trace import TraceError, TraceRequest
+from rungway.whatif.trace import LAST_AT, TraceError, TraceRequest
 
 TRACE = (
     TraceRequest(1_767_603_600.0, "claude-sonnet-4-5", "anthropic_messages", 12, 640),
@@ -45,6 +49,13 @@ def _file(tmp_path: Path, *lines: object) -> Path:
     return path
 
 
+def _line(**raw: str) -> str:
+    """GOOD as a JSON line with `raw` fields written as they are, even where JSON has no
+    such number or orjson would not write it."""
+    fields = {key: json.dumps(value) for key, value in GOOD.items()} | raw
+    return "{" + ", ".join(f'"{key}": {value}' for key, value in fields.items()) + "}"
+
+
 def test_a_written_trace_reads_back_the_same(tmp_path: Path) -> None:
     path = tmp_path / "trace.jsonl"
     write_jsonl(TRACE, path)
@@ -63,7 +74,7 @@ def test_a_written_trace_reads_back_the_same(tmp_path: Path) -> None:
     assert orjson.loads(lines[2])["client_key"] == ""
 
 
-_COUNT = st.integers(min_value=0, max_value=2**53)
+_COUNT = st.integers(min_value=0, max_value=MAX_TOKEN_COUNT)
 
 
 @st.composite
@@ -122,6 +133,21 @@ def test_requests_out_of_order_are_sorted_keeping_ties_in_file_order(tmp_path: P
         ({key: value for key, value in GOOD.items() if key != "api"}, "3: field 'api' is missing"),
         ({**GOOD, "at": "noon"}, "3: field 'at' must be a number"),
         ({**GOOD, "at": True}, "3: field 'at' must be a number"),
+        ({**GOOD, "at": 1e15}, "3: field 'at' must be a number of epoch seconds from 0 to 25337"),
+        ({**GOOD, "at": -1}, "3: field 'at' must be a number of epoch seconds from 0"),
+        ({**GOOD, "at": 2**64 - 1}, "3: field 'at' must be a number of epoch seconds from 0"),
+        (_line(at="NaN"), "3: field 'at' must be a number of epoch seconds from 0 to"),
+        (_line(at="-Infinity"), "3: field 'at' must be a number of epoch seconds from 0 to"),
+        (_line(at="1e400"), "3: field 'at' must be a number of epoch seconds from 0 to"),
+        (_line(at="1" + "0" * 30), "3: field 'at' must be a number of epoch seconds from 0 to"),
+        (_line(input_tokens="1" + "0" * 30), "3: field 'input_tokens' must be a whole number"),
+        ({**GOOD, "output_tokens": 2**63}, "3: field 'output_tokens' must be a whole number"),
+        (
+            {**GOOD, "cache_write_tokens": MAX_TOKEN_COUNT + 1},
+            f"3: field 'cache_write_tokens' must be a whole number from 0 to {MAX_TOKEN_COUNT}",
+        ),
+        ({**GOOD, "model": ["x" * 1000]}, "3: field 'model' must be a string, not ['xxx"),
+        (_line(at="[" * 5000 + "]" * 5000), "3: not a JSON object"),
         ({**GOOD, "model": 7}, "3: field 'model' must be a string"),
         ({**GOOD, "input_tokens": 1.5}, "3: field 'input_tokens' must be a whole number"),
         ({**GOOD, "cache_read_tokens": -1}, "3: field 'cache_read_tokens' must be a whole"),
@@ -140,6 +166,40 @@ def test_a_bad_request_is_named_by_file_line_and_field(
     with pytest.raises(TraceError) as raised:
         read_jsonl(path)
     assert str(raised.value).startswith(f"{path}:{said}")
+
+
+_JSON: st.SearchStrategy[Any] = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**400), max_value=10**400)
+    | st.floats()  # NaN and the infinities are written as NaN, Infinity and -Infinity
+    | st.sampled_from([LAST_AT, LAST_AT + 1, MAX_TOKEN_COUNT, MAX_TOKEN_COUNT + 1, 2**63])
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.dictionaries(st.sampled_from([*sorted(GOOD), "stream", "client_key"]), _JSON, min_size=1))
+def test_any_json_in_any_field_gives_a_request_or_an_error_naming_its_line_and_field(
+    changed: dict[str, Any],
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.jsonl"
+        path.write_text(json.dumps({**GOOD, **changed}) + "\n")
+        try:
+            (request,) = read_jsonl(path)
+        except TraceError as error:
+            message = str(error)
+            assert message.startswith(f"{path}:1: ")
+            assert any(name in message for name in changed), message
+            assert len(message) < 400
+            return
+    # A request taken can be replayed: its time and the calendar a month past it exist.
+    assert 0 <= request.at <= LAST_AT
+    assert datetime.fromtimestamp(request.at, UTC) + timedelta(days=366)
+    assert request.tokens <= 4 * MAX_TOKEN_COUNT
 
 
 def test_a_missing_file_is_a_trace_error_naming_it(tmp_path: Path) -> None:
