@@ -128,7 +128,11 @@ def whatif(
     notes = [*notes, *left_out]
     world = World(settings, quotas, PriceBook(settings.prices))
     started = time.perf_counter()
-    runs = _replay(trace, world, [_policy(name, fallback_cooldown) for name in chosen])
+    try:
+        runs = _replay(trace, world, [_policy(name, fallback_cooldown) for name in chosen])
+    except PlanError as error:
+        # A plan only the replay can judge: more windows than its provider reports.
+        _fail(str(error))
     elapsed = time.perf_counter() - started
     oracle = runs.get("oracle")
     figures = [measure(run, oracle) for run in runs.values()]

@@ -107,6 +107,10 @@ def test_a_jsonl_trace_and_window_flags_make_a_table(config: Path, tmp_path: Pat
         (["--from-ledger", "--since", "yesterday"], "--since yesterday"),
         (["--synthetic", "steady", "--plot", "out.gif"], "out.gif"),
         (["--synthetic", "steady", "--fallback-cooldown", "0"], "--fallback-cooldown 0"),
+        (
+            ["--synthetic", "steady", *(f"--window=plan:{name}:1h:4:requests" for name in "abc")],
+            "a anthropic plan reports at most 2 account-wide windows",
+        ),
     ],
 )
 def test_a_bad_flag_gets_one_line_naming_it(config: Path, args: list[str], named: str) -> None:
@@ -115,6 +119,22 @@ def test_a_bad_flag_gets_one_line_naming_it(config: Path, args: list[str], named
     assert named in stderr
     assert "Traceback" not in stderr + stdout
     assert len(stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("at", ["1e15", "1e300", "NaN", "-1", "1" + "0" * 40])
+def test_a_trace_time_no_calendar_holds_is_named_by_line_and_field(
+    config: Path, tmp_path: Path, at: str
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    request = (
+        '"model": "deepseek-chat", "api": "openai_chat", "input_tokens": 1, "output_tokens": 1'
+    )
+    trace.write_text(f'{{"at": 1767603600, {request}}}\n{{"at": {at}, {request}}}\n')
+    code, stdout, stderr = _run("--config", str(config), "--trace", str(trace))
+    said = " ".join(stderr.split())
+    assert code == 2
+    assert "Traceback" not in stderr + stdout
+    assert f"{trace}:2: field 'at' must be a number of epoch seconds from 0 to" in said
 
 
 def test_the_fallback_cooldown_is_a_flag(config: Path) -> None:
