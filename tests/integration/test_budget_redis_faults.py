@@ -94,6 +94,12 @@ def test_holds_in_flight_across_a_redis_restarted_empty_settle_in_full(tmp_path:
             for budget, held, cost in zip((a, b), in_flight, (0.15, 0.2), strict=True):
                 assert isinstance(held, Reservation)
                 await settle(budget, ledger, held, cost)
+            # Each settle sent again (its answer lost, say) counts once: and the one that
+            # was already on its way when Redis went, too.
+            again = zip((a, b, b), (*in_flight, late), (0.15, 0.2, 0.05), strict=True)
+            for budget, held, cost in again:
+                assert isinstance(held, Reservation)
+                budget.settle(held, cost, NOW)
             await a.flush()
             await b.flush()
             assert figures(server) == pytest.approx((ledger_spent(ledger), 0.0))
@@ -144,7 +150,7 @@ def test_no_amount_below_zero_or_past_finite_reaches_the_spend(redis_prefix: str
             apply = client.register_script(APPLY)
             for figure in ("-1000000000", "1e9", "nan", "inf"):
                 with pytest.raises(ResponseError, match="whole nano-dollars"):
-                    await apply(keys, ["spend", "", 60, repr(NOW), figure])
+                    await apply(keys, ["spend", "", 60, repr(NOW), "", figure])
             # A settle at a figure that is no cost counts its whole hold, never a credit.
             for cost in (-1.0, float("nan"), float("inf")):
                 held = await budget.reserve(Rung.CHEAP, None, 0.1, NOW)

@@ -114,9 +114,11 @@ class RedisBudget:
         self._pending_path = pending.path if pending is not None else None
         self._writer.on_missing = self._rehold
         self._open: dict[int, Reservation] = {}
-        self._seeded_at: dict[str, bytes] = {}
-        """Per spend hash, when its seed read the ledger, as last read: a change means
-        Redis lost everything and someone seeded it again."""
+        self._held_in: dict[int, str] = {}
+        """The seed each hold of this process was taken in, until it is settled."""
+        self._seeds: dict[str, bytes] = {}
+        """Per spend hash, the name of its seed as last read: a new one means Redis lost
+        everything and someone seeded it again."""
         # Ids must not repeat across processes or restarts: the journal may hold the last's.
         self._ids = itertools.count(secrets.randbits(48) << 12)
         self._tasks: list[asyncio.Task[None]] = []
@@ -196,6 +198,7 @@ class RedisBudget:
         if self._log is not None:
             self._log.opened(reservation)
         self._open[reservation_id] = reservation
+        self._held_in[reservation_id] = reply[-1].decode()
         return reservation
 
     def settle(self, reservation: Reservation, cost: float, now: float) -> None:
@@ -206,16 +209,20 @@ class RedisBudget:
             log.error("budget: a settle of %r is no cost; settled at its hold", cost)
             cost = reservation.amount
         self._open.pop(reservation.id, None)
+        seed = self._held_in.pop(reservation.id, "")
         targets = self._hold_targets(reservation)
-        self._writer.queue("settle", *self._hold_keys(reservation), targets, nano(cost))
+        token, member = self._hold_keys(reservation)
+        self._writer.queue("settle", token, member, targets, nano(cost), seed=seed)
         self._mirror(targets, cost, -reservation.amount)
 
     def release(self, reservation: Reservation) -> None:
         """Give the hold back: the attempt cost nothing."""
         if self._open.pop(reservation.id, None) is not None and self._log is not None:
             self._log.closed(reservation.id)
+        seed = self._held_in.pop(reservation.id, "")
         targets = self._hold_targets(reservation)
-        self._writer.queue("release", *self._hold_keys(reservation), targets, 0)
+        token, member = self._hold_keys(reservation)
+        self._writer.queue("release", token, member, targets, 0, seed=seed)
         self._mirror(targets, 0.0, -reservation.amount)
 
     def spend(
@@ -318,11 +325,11 @@ class RedisBudget:
         missing = []
         reseeded = False
         for index, (account, target) in enumerate(zip(accounts, targets, strict=True)):
-            spent, held, seeded_at = reply[3 * index : 3 * index + 3]
+            spent, held, seed = reply[3 * index : 3 * index + 3]
             if spent < 0:
                 missing.append(target)
-            elif self._seeded_at.setdefault(target.spent, seeded_at) != seeded_at:
-                self._seeded_at[target.spent] = seeded_at
+            elif self._seeds.setdefault(target.spent, seed) != seed:
+                self._seeds[target.spent] = seed
                 reseeded = True
             account.seen = (target.start, usd(max(0, spent)), usd(held))
         # This process's own holds that expired no longer need the journal's entry.

@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS changes (
     member TEXT NOT NULL,
     targets TEXT NOT NULL,
     cost INTEGER NOT NULL,
-    at REAL NOT NULL
+    at REAL NOT NULL,
+    seed TEXT NOT NULL
 )
 """
 
@@ -66,6 +67,8 @@ class Change:
     cost: int
     at: float
     """When it was queued (a rehold: when its hold expires)."""
+    seed: str = ""
+    """The name of the seed its hold was taken in ('' when not known)."""
     row: int | None = None
     """Its row in `PendingChanges`, once written there."""
 
@@ -99,9 +102,17 @@ class PendingChanges:
                     continue
                 targets = json.dumps([astuple(target) for target in change.targets])
                 cursor = db.execute(
-                    "INSERT INTO changes (kind, marker, member, targets, cost, at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (change.kind, change.marker, change.member, targets, change.cost, change.at),
+                    "INSERT INTO changes (kind, marker, member, targets, cost, at, seed) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        change.kind,
+                        change.marker,
+                        change.member,
+                        targets,
+                        change.cost,
+                        change.at,
+                        change.seed,
+                    ),
                 )
                 change.row = cursor.lastrowid
         except BaseException:
@@ -117,7 +128,7 @@ class PendingChanges:
         """Every change written down and not struck out, oldest first (`seq` is 0: the
         writer numbers them as it queues them)."""
         rows = self._db.execute(
-            "SELECT row, kind, marker, member, targets, cost, at FROM changes ORDER BY row"
+            "SELECT row, kind, marker, member, targets, cost, at, seed FROM changes ORDER BY row"
         ).fetchall()
         return [
             Change(
@@ -128,9 +139,10 @@ class PendingChanges:
                 tuple(Target(*fields) for fields in json.loads(targets)),
                 cost,
                 at,
+                seed,
                 row,
             )
-            for row, kind, marker, member, targets, cost, at in rows
+            for row, kind, marker, member, targets, cost, at, seed in rows
         ]
 
     def close(self) -> None:

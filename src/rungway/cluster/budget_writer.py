@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import secrets
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -120,10 +121,12 @@ class SpendWriter:
         cost: int,
         *,
         at: float | None = None,
+        seed: str = "",
     ) -> None:
-        """Queue one change for the background sender (`at`: a rehold's expiry)."""
+        """Queue one change for the background sender (`at`: a rehold's expiry; `seed`:
+        the seed its hold was taken in)."""
         when = self._clock.now() if at is None else at
-        self._append(Change(0, kind, marker, member, targets, cost, when))
+        self._append(Change(0, kind, marker, member, targets, cost, when, seed))
 
     def load(self) -> int:
         """Queue what the last run left waiting on disk; how many changes."""
@@ -233,7 +236,8 @@ class SpendWriter:
             # A spend sent again after a restart (from disk) may come long after the first.
             short = change.kind == "spend" and change.row is None
             ttl = _MARKER_TTL_S if short else self._done_ttl_s
-            args: list[str | int] = [change.kind, change.member, ttl, repr(change.at), *costs]
+            args: list[str | int] = [change.kind, change.member, ttl, repr(change.at)]
+            args += [change.seed, *costs]
             calls.append((keys, args))
         results = await pipelined(self._link.client, self._apply, calls)
         missing: dict[str, Target] = {}
@@ -292,7 +296,8 @@ class SpendWriter:
             ttl = max(3600, int(target.end - now) + _KEEP_PAST_PERIOD_S)
             # A ledger's sum below zero could only come from rows that credited: never seed one.
             seeded = max(0, nano(spent.get(target.name, 0.0)))
-            args = [seeded, ttl, repr(read_at), *marks.get(target.name, ())]
+            args: list[str | int] = [seeded, ttl, repr(read_at), secrets.token_hex(8)]
+            args += marks.get(target.name, ())
             calls.append(([target.spent], args))
         won = await pipelined(client, self._seed, calls)
         for target, landed in zip(absent, won, strict=True):
