@@ -5,12 +5,12 @@ httptools parses what arrives; the body is buffered for the reader, who takes it
 piece (a stream) or whole (`read_whole`). An answer the client cannot trust ends the
 connection, and the reason is the reader's error:
 
-- a head over `HEAD_LIMIT` bytes or with more than `HEADER_LIMIT` fields, counting any
-  interim (1xx) heads before it: the bytes an answer sends without a body byte are capped,
-  so memory stays bounded whatever the upstream sends;
+- a head over `HEAD_LIMIT` bytes (any interim 1xx heads before it counted in), or with
+  more than `HEADER_LIMIT` fields: whatever an answer sends without a body byte (its head,
+  chunk framing, trailers) is capped, so memory stays bounded whatever the upstream sends;
 - a `101`: the upstream switched protocols instead of answering;
-- what llhttp refuses: conflicting or invalid lengths, bad chunks, obsolete line folding
-  (which no API sends; llhttp rejects it, as Node's client does);
+- what llhttp refuses: conflicting or invalid lengths, bad chunks, and obsolete line
+  folding, which RFC 9112 deprecates and no API sends, so the value is not guessed at;
 - bytes after a whole answer: the answer stands, but the connection carries no other.
 """
 
@@ -29,7 +29,7 @@ HEAD_LIMIT = 64 * 1024
 chunk framing, trailers): curl allows 100 KiB of headers, Python's http.client 64 KiB a
 line, and an API's head is under 2 KiB."""
 HEADER_LIMIT = 100
-"""The most header fields (and trailers) an answer may have, as Python's http.client."""
+"""The most fields an answer's head may have, as Python's http.client allows."""
 _PAUSE_AT = 256 * 1024
 """Buffered body bytes at which reading from the socket pauses until the reader catches up."""
 
@@ -183,14 +183,11 @@ class Connection(asyncio.Protocol):
             raise _Refused("bytes after the answer")
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        """Collect a header."""
-        names = self._names
-        if len(names) >= HEADER_LIMIT:
-            raise _Refused(f"the upstream's answer has more than {HEADER_LIMIT} header fields")
+        """Collect a header (counted at the head's end: `HEAD_LIMIT` bounds them till then)."""
         key = name.decode("latin-1")
         if key.lower() in ("content-length", "transfer-encoding"):
             self._delimited = True
-        names.append((key, value.decode("latin-1")))
+        self._names.append((key, value.decode("latin-1")))
 
     def on_headers_complete(self) -> None:
         """Hand the head over, unless it is an interim (1xx) one."""
@@ -201,9 +198,12 @@ class Connection(asyncio.Protocol):
             self._names, self._delimited = [], False
             self._interim += 1
             return
+        names = self._names
+        if len(names) > HEADER_LIMIT:
+            raise _Refused(f"the upstream's answer has more than {HEADER_LIMIT} header fields")
         head = self._head
         if head is not None and not head.done():
-            head.set_result((status, CIMultiDict(self._names)))
+            head.set_result((status, CIMultiDict(names)))
 
     def on_body(self, body: bytes) -> None:
         """Buffer body bytes, pausing the socket while the reader is far behind."""
