@@ -7,7 +7,14 @@ The same role as `LocalBudget`, for a cluster: every worker and replica that use
   spent + held + amount against each budget, and adds the hold to both accounts or to
   neither (`budget_scripts.RESERVE`).
 - Settles, releases and costs without a hold go to a background sender
-  (`budget_writer.SpendWriter`), idempotent and replayed after an outage.
+  (`budget_writer.SpendWriter`), idempotent and replayed after an outage; while Redis does
+  not answer they are also kept on disk, and a gateway stopped meanwhile sends them at its
+  next start.
+- A reserve whose reply never came (a timeout) may still have run in Redis: a release by
+  its id is queued at once, and whichever of the two Redis runs first, nothing stays held.
+- A Redis that restarted empty is seeded again from the ledger; each process then holds
+  its open holds again, and their settles count in full (`budget_scripts` says how a
+  settle tells a lost hold from one already counted).
 - `rung_spend` and `key_spend` stay synchronous for the ladder and the reports: they read
   a local mirror, updated from each reserve's reply and refreshed every second. The
   script, not the mirror, decides whether a hold fits.
@@ -39,11 +46,10 @@ from rungway.budget.local import (
     SpentSince,
     UnrecordedCost,
 )
-from rungway.budget.period import period_bounds
 from rungway.budget.unavailable import BudgetUnavailable
 from rungway.clock import Clock
-from rungway.cluster.budget_accounts import Account
-from rungway.cluster.budget_changes import PendingChanges, Target
+from rungway.cluster.budget_accounts import Account, Accounts
+from rungway.cluster.budget_changes import PendingChanges
 from rungway.cluster.budget_scripts import (
     GIVEN_BACK,
     MISSING,
@@ -70,7 +76,6 @@ log = logging.getLogger("rungway.cluster")
 
 _TOKEN_GRACE_S: Final = 86_400
 """How long past its expiry a hold's token lives: a settle that late still counts once."""
-_RUNGS: Final = {rung.label: rung for rung in Rung}
 
 
 class RedisBudget:
@@ -96,15 +101,7 @@ class RedisBudget:
         self._log = log
         self._unrecorded = unrecorded
         self._refresh_s = refresh_s
-        self._rungs = {
-            rung: Account(
-                link, "rung", rung.label, settings.budget_for(rung), settings.budget_period
-            )
-            for rung in Rung
-        }
-        self._keys = {
-            key.name: Account(link, "key", key.name, key.budget_usd, key.period) for key in keys
-        }
+        self._accounts = Accounts(link, settings, keys)
         # The hold is the request path's one round trip: through the pipelined channel.
         self._reserve = ChannelScript(link.channel, RESERVE)
         self._totals = link.client.register_script(TOTALS)
@@ -136,8 +133,8 @@ class RedisBudget:
     ) -> Reservation | Shortfall | BudgetUnavailable | None:
         """Hold `amount` against the rung's and the key's budgets in one round trip, or say
         which cannot; refused while Redis does not answer; None when neither has a budget."""
-        account = self._rungs[rung]
-        key = self._keys.get(client_key) if client_key is not None else None
+        account = self._accounts.rungs[rung]
+        key = self._accounts.keys.get(client_key) if client_key is not None else None
         if account.budget is None and (key is None or key.budget is None):
             return None
         if not self._link.up:
@@ -210,20 +207,20 @@ class RedisBudget:
             cost = reservation.amount
         self._open.pop(reservation.id, None)
         seed = self._held_in.pop(reservation.id, "")
-        targets = self._hold_targets(reservation)
+        targets = self._accounts.hold_targets(reservation)
         token, member = self._hold_keys(reservation)
         self._writer.queue("settle", token, member, targets, nano(cost), seed=seed)
-        self._mirror(targets, cost, -reservation.amount)
+        self._accounts.mirror(targets, cost, -reservation.amount)
 
     def release(self, reservation: Reservation) -> None:
         """Give the hold back: the attempt cost nothing."""
         if self._open.pop(reservation.id, None) is not None and self._log is not None:
             self._log.closed(reservation.id)
         seed = self._held_in.pop(reservation.id, "")
-        targets = self._hold_targets(reservation)
+        targets = self._accounts.hold_targets(reservation)
         token, member = self._hold_keys(reservation)
         self._writer.queue("release", token, member, targets, 0, seed=seed)
-        self._mirror(targets, 0.0, -reservation.amount)
+        self._accounts.mirror(targets, 0.0, -reservation.amount)
 
     def spend(
         self,
@@ -238,15 +235,15 @@ class RedisBudget:
         if not 0.0 <= cost < float("inf"):
             log.error("budget: a cost of %r without a hold is no cost; not counted", cost)
             return
-        targets = self._targets(rung, client_key, now)
+        targets = self._accounts.targets(rung, client_key, now)
         marker = self._link.key("budget", "done", request_id or secrets.token_hex(12))
         self._writer.queue("spend", marker, "", targets, nano(cost))
-        self._mirror(targets, cost, 0.0)
+        self._accounts.mirror(targets, cost, 0.0)
 
     def rung_spend(self, now: float) -> Mapping[Rung, RungSpend]:
         """Spent and reserved per rung in the current period, as last mirrored."""
         spend = {}
-        for rung, account in self._rungs.items():
+        for rung, account in self._accounts.rungs.items():
             spent, held = account.figures(account.target_at(self._link, now).start)
             if spent or held:
                 spend[rung] = RungSpend(spent, held)
@@ -254,7 +251,7 @@ class RedisBudget:
 
     def key_spend(self, client_key: str, now: float) -> RungSpend | None:
         """Spent and reserved by a budgeted key in its current period (None if unbudgeted)."""
-        account = self._keys.get(client_key)
+        account = self._accounts.keys.get(client_key)
         if account is None:
             return None
         return RungSpend(*account.figures(account.target_at(self._link, now).start))
@@ -273,10 +270,7 @@ class RedisBudget:
             log.warning("budget: %d changes the last run left for redis are sent", left)
         now = self._clock.now()
         if self._unrecorded is not None:
-            since = min(
-                each.target_at(self._link, now).start
-                for each in (*self._rungs.values(), *self._keys.values())
-            )
+            since = min(each.target_at(self._link, now).start for each in self._accounts.every())
             for row in await asyncio.to_thread(self._unrecorded, since):
                 self._recover(row)
         loop = asyncio.get_running_loop()
@@ -318,7 +312,7 @@ class RedisBudget:
     async def refresh(self, now: float) -> None:
         """Read every account's spend and open holds into the mirror in one round trip,
         dropping expired holds; seed the spend hashes found missing."""
-        accounts = [*self._rungs.values(), *self._keys.values()]
+        accounts = self._accounts.every()
         targets = [each.target_at(self._link, now) for each in accounts]
         keys = [part for t in targets for part in (t.spent, t.holds, t.reserved)]
         reply = await self._totals(keys, [repr(now)])
@@ -345,7 +339,7 @@ class RedisBudget:
     async def _joined(self) -> None:
         """(Re)joined Redis: seed this period's spend, replay what waited, read the mirror."""
         now = self._clock.now()
-        accounts = [*self._rungs.values(), *self._keys.values()]
+        accounts = self._accounts.every()
         try:
             await self._writer.seed(each.target_at(self._link, now) for each in accounts)
             # Whether Redis restarted empty or not: a hold it still has is left as it is.
@@ -378,66 +372,19 @@ class RedisBudget:
         restarted empty): until they settle, they count against their budgets."""
         for reservation in self._open.values():
             token, member = self._hold_keys(reservation)
-            targets = self._hold_targets(reservation)
+            targets = self._accounts.hold_targets(reservation)
             self._writer.queue("rehold", token, member, targets, 0, at=reservation.expires_at)
 
     def _recover(self, row: UnrecordedCost) -> None:
         """Queue a crash row's cost for the accounts whose current period holds it."""
-        now = self._clock.now()
-        accounts = []
-        rung = _RUNGS.get(row.rung or "")
-        if rung is not None:
-            accounts.append(self._rungs[rung])
-        key = self._keys.get(row.client_key) if row.client_key is not None else None
-        if key is not None:
-            accounts.append(key)
-        targets = tuple(
-            target
-            for target in (each.target_at(self._link, now) for each in accounts)
-            if target.start <= row.started_at
-        )
+        targets = self._accounts.crash_targets(row, self._clock.now())
         if targets and row.cost_usd > 0:
             marker = crash_marker(row.request_id)
             self._writer.queue("recover", targets[0].spent, marker, targets, nano(row.cost_usd))
 
-    def _targets(self, rung: Rung, client_key: str | None, now: float) -> tuple[Target, ...]:
-        rung_target = self._rungs[rung].target_at(self._link, now)
-        key = self._keys.get(client_key) if client_key is not None else None
-        if key is None:
-            return (rung_target,)
-        return rung_target, key.target_at(self._link, now)
-
-    def _hold_targets(self, reservation: Reservation) -> tuple[Target, ...]:
-        """The hold's accounts, each in the period it was taken in."""
-        accounts = [self._rungs[reservation.rung]]
-        starts = [reservation.rung_period]
-        key = self._keys.get(reservation.client_key) if reservation.client_key else None
-        if key is not None:
-            accounts.append(key)
-            starts.append(reservation.key_period)
-        targets = []
-        for account, start in zip(accounts, starts, strict=True):
-            target = account.target
-            if target.start != start:
-                target = account.target_of(self._link, period_bounds(account.period, start))
-            targets.append(target)
-        return tuple(targets)
-
     def _hold_keys(self, reservation: Reservation) -> tuple[str, str]:
         token = self._link.key("budget", "hold", str(reservation.id))
         return token, f"{reservation.id}:{nano(reservation.amount)}"
-
-    def _mirror(self, targets: tuple[Target, ...], cost: float, held: float) -> None:
-        for target in targets:
-            if target.grouping == "rung":
-                account = self._rungs[_RUNGS[target.name]]
-            else:
-                account = self._keys[target.name]
-            start, spent, reserved = account.seen
-            if start == target.start:
-                account.seen = (start, spent + cost, max(0.0, reserved + held))
-            else:
-                account.seen = (start, spent, max(0.0, reserved + held))
 
     def _unavailable(
         self, account: Account, key: Account | None, store: str | None = None
