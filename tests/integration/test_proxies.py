@@ -4,6 +4,7 @@ probes; wrong proxy credentials cost nothing and say so in the client's API shap
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -335,3 +336,31 @@ def test_a_usage_read_goes_through_the_connections_proxy(
 
     assert [request.path for request in login_plan.requests] == ["/api/oauth/usage"]
     assert proxy.routes()[before:] == [f"127.0.0.1:{_port(login_plan.url)}"]
+
+
+def test_a_proxy_password_appears_nowhere_an_operator_or_client_reads(
+    start_gateway: StartGateway,
+    sims: Upstreams,
+    proxy: EgressProxy,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    wrong = "wrong-but-secret-password"
+    right = _cheap(sims, tmp_path, proxy=proxy.url("socks5h"))
+    refused = {**_cheap(sims, tmp_path, proxy=proxy.url("http", password=wrong)), "id": "refused"}
+    gateway = start_gateway(connections=[refused, right])
+
+    answers = [_chat(gateway.url).text for _ in range(2)]
+
+    seen = [*answers, caplog.text, str(gateway.rows())]
+    with httpx.Client(base_url=gateway.url, timeout=10) as client:
+        for path in ("/admin/connections", "/admin/requests", "/metrics"):
+            seen.append(client.get(path).text)
+        for entry in client.get("/admin/requests").json()["requests"]:
+            seen.append(client.get(f"/admin/requests/{entry['request_id']}").text)
+    everything = "\n".join(seen)
+    # The refused proxy is named, masked, where the failure is told.
+    assert f"http://alice:***@127.0.0.1:{proxy.port}" in everything
+    assert wrong not in everything
+    assert PASSWORD not in everything
