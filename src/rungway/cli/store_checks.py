@@ -34,8 +34,11 @@ def store_findings(
 
 
 def address(url: str) -> str:
-    """`host:port/path` of a URL or DSN, without user or password."""
+    """`host:port/path` of a URL or DSN (`unix:<path>` of a socket's), without user or
+    password."""
     parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return f"unix:{parts.path}"
     where = parts.hostname or "localhost"
     if parts.port is not None:
         where += f":{parts.port}"
