@@ -22,6 +22,7 @@ from rungway.credentials.code_assist import (
     discover_projects,
 )
 from rungway.credentials.redaction import install_redaction
+from rungway.credentials.secrets import connection_proxy
 from rungway.credentials.sources import login_sources
 from rungway.dashboard.pages import DashboardPages
 from rungway.egress import BadProxy
@@ -101,12 +102,16 @@ def build_gateway(
     install_redaction(
         [
             *(secret.get_secret_value() for secret in secrets.values()),
-            *client.proxies.passwords(c.proxy for c in settings.connections),
+            *client.proxies.passwords(
+                connection_proxy(c.id, secrets) for c in settings.connections
+            ),
         ]
     )
     # A login renews its token through its connection's proxy, as its requests go.
     sources = login_sources(
-        settings, clock or SystemClock(), lambda config: token_sender(client, config.proxy)
+        settings,
+        clock or SystemClock(),
+        lambda config: token_sender(client, connection_proxy(config.id, secrets)),
     )
     connections = {
         config.id: Connection(
@@ -124,9 +129,9 @@ def build_gateway(
                 sources.get(config.id),
                 secrets.get(f"connection:{config.id}"),
                 configured=config.project,
-                send=token_sender(client, config.proxy),
+                send=token_sender(client, connection_proxy(config.id, secrets)),
             ),
-            proxy=config.proxy,
+            proxy=connection_proxy(config.id, secrets),
         )
         for config in settings.connections
     }

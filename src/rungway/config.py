@@ -112,17 +112,22 @@ class ConnectionConfig(_Frozen):
     """The Google Cloud project a Gemini Code Assist login works in, for the tiers that need
     one named (the Gemini CLI's `GOOGLE_CLOUD_PROJECT`); found with `loadCodeAssist` if unset."""
     models: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
-    proxy: str | None = None
+    proxy: str | CredentialRef | None = None
     """The proxy this connection's model calls, token renewals and usage reads go through:
     `http://[user:password@]host:port`, `socks5://…` or `socks5h://…` (the proxy resolves
-    names), or `direct` for none; unset, the environment's `HTTPS_PROXY`, `HTTP_PROXY`,
-    `ALL_PROXY` and `NO_PROXY` decide (`rungway.egress`)."""
+    names), or `direct` for none; a URL with a password is better read from `{env: VAR}` or
+    `{file: PATH}`. Unset, the environment's `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
+    `NO_PROXY` decide (`rungway.egress`)."""
 
     @field_validator("proxy")
     @classmethod
-    def _proxy_usable(cls, proxy: str | None) -> str | None:
+    def _proxy_usable(cls, proxy: str | CredentialRef | None) -> str | CredentialRef | None:
         if proxy is None:
             return None
+        if isinstance(proxy, CredentialRef):
+            if proxy.store is not None:
+                raise ValueError("a proxy URL is read from `env` or `file`, not the store")
+            return proxy
         if proxy.strip().lower() in DIRECT:
             return "direct"
         try:

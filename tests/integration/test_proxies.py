@@ -63,10 +63,20 @@ def _chat(url: str) -> httpx.Response:
     return httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=10)
 
 
-def test_a_connection_proxy_carries_its_model_calls(
-    start_gateway: StartGateway, sims: Upstreams, proxy: EgressProxy, tmp_path: Path
+@pytest.mark.parametrize("given", ["inline", "env"])
+def test_a_connection_proxy_carries_its_model_calls(  # noqa: PLR0917 - fixtures
+    given: str,
+    start_gateway: StartGateway,
+    sims: Upstreams,
+    proxy: EgressProxy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    gateway = start_gateway(connections=[_cheap(sims, tmp_path, proxy=proxy.url("socks5h"))])
+    setting: str | dict[str, str] = proxy.url("socks5h")
+    if given == "env":
+        monkeypatch.setenv("RW_CHEAP_PROXY", proxy.url("socks5h"))
+        setting = {"env": "RW_CHEAP_PROXY"}
+    gateway = start_gateway(connections=[_cheap(sims, tmp_path, proxy=setting)])
     before = len(proxy.routes())
 
     answers = [_chat(gateway.url) for _ in range(3)]
@@ -211,9 +221,13 @@ def test_doctor_asks_through_the_environments_proxy_and_masks_it(
     tls_sim: _TlsSim, proxy: EgressProxy, tmp_path: Path
 ) -> None:
     config = tmp_path / "rungway.yaml"
+    own = {"env": "RW_DOCTOR_PROXY"}
     document = {
         "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
-        "connections": [_tls_connection(tls_sim, tmp_path)],
+        "connections": [
+            _tls_connection(tls_sim, tmp_path),
+            {**_tls_connection(tls_sim, tmp_path, proxy=own), "id": "own"},
+        ],
     }
     config.write_text(yaml.safe_dump(document))
     before = len(proxy.routes())
@@ -221,6 +235,7 @@ def test_doctor_asks_through_the_environments_proxy_and_masks_it(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "COLUMNS": "220",
         "HTTPS_PROXY": proxy.url(),
+        "RW_DOCTOR_PROXY": proxy.url("socks5h"),
         "SSL_CERT_FILE": str(tls_sim.certificates.ca),
     }
     checked = subprocess.run(
@@ -236,8 +251,12 @@ def test_doctor_asks_through_the_environments_proxy_and_masks_it(
         f"OK   connection secure: {tls_sim.url}/v1/models answers HTTP 401 through the proxy "
         f"http://alice:***@127.0.0.1:{proxy.port}: the OpenAI-compatible API is there"
     ) in output, output
+    assert (
+        f"OK   connection own: {tls_sim.url}/v1/models answers HTTP 401 through the proxy "
+        f"socks5h://alice:***@127.0.0.1:{proxy.port}: the OpenAI-compatible API is there"
+    ) in output, output
     assert PASSWORD not in output
-    assert proxy.routes()[before:] == [f"localhost:{tls_sim.port}"]
+    assert proxy.routes()[before:] == [f"localhost:{tls_sim.port}"] * 2
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ from rungway.config import (
     check_bind,
     load_settings,
 )
-from rungway.credentials.secrets import open_store, read_secrets
+from rungway.credentials.secrets import connection_proxy, open_store, read_secrets
 from rungway.credentials.store import CredentialStore, StoredCredential, StoreError
 from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SCHEMA_VERSION
@@ -65,7 +65,8 @@ def doctor(
         findings.extend(ledger_findings(ledger))
         findings.extend(store_findings(settings, secrets, ledger, timeout))
         store = _store(settings, findings)
-        probes = probe_all(settings.connections, timeout)
+        proxies = {c.id: connection_proxy(c.id, secrets) for c in settings.connections}
+        probes = probe_all(settings.connections, timeout, proxies=proxies)
         for connection in settings.connections:
             findings.extend(_connection_findings(connection, probes, secrets, store))
     for finding in findings:

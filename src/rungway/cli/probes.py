@@ -97,33 +97,36 @@ def probe_all(
     connections: tuple[ConnectionConfig, ...],
     timeout: float,
     environ: Mapping[str, str] | None = None,
+    proxies: Mapping[str, str | None] | None = None,
 ) -> dict[str, Probe]:
-    """Ask every connection's API at once, each within `timeout` seconds, through its proxy
-    (`environ`'s proxy variables, this process's by default, for one without `proxy:`)."""
+    """Ask every connection's API at once, each within `timeout` seconds, through its proxy:
+    `proxies[id]` as read from its `proxy:` (the config's own text without `proxies`), else
+    `environ`'s proxy variables (this process's by default)."""
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn())
     try:
-        proxies: ProxyEnvironment | BadProxy = ProxyEnvironment.read(
+        environment: ProxyEnvironment | BadProxy = ProxyEnvironment.read(
             os.environ if environ is None else environ
         )
     except BadProxy as error:
-        proxies = error
+        environment = error
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("probing upstreams", total=len(connections))
 
         async def one(client: Http11Transport | None, connection: ConnectionConfig) -> Probe:
             asked = target(connection)
             if client is None:
-                found = Probe(connection.id, asked.url, error=str(proxies))
+                found = Probe(connection.id, asked.url, error=str(environment))
             else:
-                found = await probe(client, connection.id, asked, timeout, connection.proxy)
+                proxy = _proxy(connection, proxies)
+                found = await probe(client, connection.id, asked, timeout, proxy)
             progress.update(task, advance=1, description=f"probed {connection.id}")
             return found
 
         async def every() -> list[Probe]:
-            if isinstance(proxies, BadProxy):
+            if isinstance(environment, BadProxy):
                 return [await one(None, c) for c in connections]
             limits = TimeoutSettings(connect_s=timeout, first_byte_s=timeout, idle_s=timeout)
-            client = Http11Transport(limits, proxies)
+            client = Http11Transport(limits, environment)
             await client.start()
             try:
                 return list(await asyncio.gather(*(one(client, c) for c in connections)))
@@ -132,6 +135,12 @@ def probe_all(
 
         probes = asyncio.run(every())
     return {found.connection_id: found for found in probes}
+
+
+def _proxy(connection: ConnectionConfig, proxies: Mapping[str, str | None] | None) -> str | None:
+    if proxies is not None:
+        return proxies.get(connection.id)
+    return connection.proxy if isinstance(connection.proxy, str) else None
 
 
 async def probe(

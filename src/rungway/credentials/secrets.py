@@ -8,11 +8,19 @@ the settings stay plain data and only what reads secrets loads the store's crypt
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from pydantic import SecretStr
 
-from rungway.config import ConfigError, CredentialRef, CredentialStoreSettings, Settings
+from rungway.config import (
+    ConfigError,
+    ConnectionConfig,
+    CredentialRef,
+    CredentialStoreSettings,
+    Settings,
+)
 from rungway.credentials.store import CredentialStore, StoreError, default_store_path, load_key
+from rungway.egress import DIRECT, parse_proxy
 
 
 def open_store(settings: CredentialStoreSettings) -> CredentialStore:
@@ -61,6 +69,7 @@ def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, Secr
         except StoreError as error:
             problems.append(f"  credentials: {error}")
     for index, connection in enumerate(settings.connections):
+        _read_proxy(index, connection, secrets, problems)
         if connection.credential is None:
             continue
         if connection.credential.store is not None and store is None:
@@ -83,6 +92,30 @@ def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, Secr
     if problems:
         raise ConfigError(f"{source}: cannot read credentials\n" + "\n".join(problems))
     return secrets
+
+
+def connection_proxy(connection_id: str, secrets: Mapping[str, SecretStr]) -> str | None:
+    """A connection's `proxy:` as read (a proxy URL, or `direct`); None when it has none
+    and the environment's proxy variables decide."""
+    secret = secrets.get(f"proxy:{connection_id}")
+    return None if secret is None else secret.get_secret_value()
+
+
+def _read_proxy(
+    index: int, connection: ConnectionConfig, secrets: dict[str, SecretStr], problems: list[str]
+) -> None:
+    # A proxy URL may carry the proxy's password: a secret however it is given.
+    value = connection.proxy
+    if isinstance(value, CredentialRef):
+        try:
+            value = read_credential(value).get_secret_value()
+            if value.lower() not in DIRECT:
+                parse_proxy(value)
+        except ValueError as error:
+            problems.append(f"  connections[{index}].proxy: {error}")
+            return
+    if value is not None:
+        secrets[f"proxy:{connection.id}"] = SecretStr(value)
 
 
 def _read_shared(

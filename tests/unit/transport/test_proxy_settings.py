@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from rungway.config import ConfigError, parse_settings
 from rungway.credentials.redaction import redact
+from rungway.credentials.secrets import connection_proxy, read_secrets
 from rungway.egress import BadProxy, NoProxy, ProxyEnvironment, masked_url, parse_proxy
 
 CORP = "http://corp:3128"
@@ -124,7 +125,7 @@ def test_a_bad_proxy_variable_is_named() -> None:
         ProxyEnvironment.read({"ALL_PROXY": "ftp://u:s3cret@h:1"})
 
 
-def _connection(proxy: str) -> dict[str, object]:
+def _connection(proxy: str | dict[str, str]) -> dict[str, object]:
     return {"id": "c", "provider": "openai", "auth": "none", "models": ["m"], "proxy": proxy}
 
 
@@ -134,6 +135,24 @@ def test_a_connection_proxy_is_checked_when_the_config_loads() -> None:
     message = str(raised.value)
     assert "connections[0].proxy: socks4://u:***@h:1: the scheme must be one of" in message
     assert "s3cret" not in message
+
+
+def test_a_proxy_url_may_be_read_from_the_environment_and_is_checked_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = parse_settings({"connections": [_connection({"env": "RW_TEST_PROXY"})]})
+    monkeypatch.setenv("RW_TEST_PROXY", "socks5h://u:s3cret@h:1080")
+    assert connection_proxy("c", read_secrets(settings)) == "socks5h://u:s3cret@h:1080"
+    monkeypatch.setenv("RW_TEST_PROXY", "socks4://u:s3cret@h:1080")
+    with pytest.raises(ConfigError) as raised:
+        read_secrets(settings)
+    assert "connections[0].proxy: socks4://u:***@h:1080: the scheme must be" in str(raised.value)
+    assert "s3cret" not in str(raised.value)
+
+
+def test_a_proxy_url_is_not_read_from_the_credential_store() -> None:
+    with pytest.raises(ConfigError, match="read from `env` or `file`, not the store"):
+        parse_settings({"connections": [_connection({"store": "some-login"})]})
 
 
 @pytest.mark.parametrize("value", ["direct", "none", " Direct "])
