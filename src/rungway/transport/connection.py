@@ -26,8 +26,8 @@ from rungway.engine.transport import UpstreamTimeout, UpstreamUnreachable
 
 HEAD_LIMIT = 64 * 1024
 """The most bytes an answer may send before its body, or between body bytes (interim heads,
-chunk framing, trailers): curl allows 100 KiB of headers, Python's http.client 64 KiB a
-line, and an API's head is under 2 KiB."""
+chunk framing, trailers), checked at each socket read (at most 256 KiB): curl allows
+100 KiB of headers, Python's http.client 64 KiB a line, and an API's head is under 2 KiB."""
 HEADER_LIMIT = 100
 """The most fields an answer's head may have, as Python's http.client allows."""
 _PAUSE_AT = 256 * 1024

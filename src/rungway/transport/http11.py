@@ -13,7 +13,9 @@ nothing for them.
 Timeouts: connect, first byte (from the request's write to the answer's head) and idle
 (while a read of the body waits for data). Failures surface as the port's
 `UpstreamTimeout` or `UpstreamUnreachable` (`rungway.engine.transport`), in the words a
-user needs. Answers are asked for uncompressed, since the engine reads every one.
+user needs. Answers are asked for uncompressed, since the engine reads every one. What
+it refuses of an answer (a head too large, a 101, broken framing, bytes after the answer)
+is `rungway.transport.connection`'s.
 """
 
 from __future__ import annotations
