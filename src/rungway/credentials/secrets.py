@@ -20,7 +20,7 @@ from rungway.config import (
     Settings,
 )
 from rungway.credentials.store import CredentialStore, StoreError, default_store_path, load_key
-from rungway.egress import DIRECT, parse_proxy
+from rungway.egress import DIRECT, BadProxy, ProxyEnvironment, parse_proxy
 
 
 def open_store(settings: CredentialStoreSettings) -> CredentialStore:
@@ -58,8 +58,9 @@ def read_credential(ref: CredentialRef, store: CredentialStore | None = None) ->
 
 
 def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, SecretStr]:
-    """Read every referenced secret once: `connection:<id>`, `client:<name>`, `admin`, and
-    the `redis` URL and `postgres` DSN when the config names them."""
+    """Read every referenced secret once: `connection:<id>`, `client:<name>`, `admin`, each
+    connection's `proxy:<id>`, and the `redis` URL and `postgres` DSN when the config names
+    them; the environment's proxy variables are checked too."""
     secrets: dict[str, SecretStr] = {}
     problems: list[str] = []
     store: CredentialStore | None = None
@@ -89,6 +90,12 @@ def read_secrets(settings: Settings, source: str = "<config>") -> dict[str, Secr
         except ValueError as error:
             problems.append(f"  admin.key: {error}")
     _read_shared(settings, store, secrets, problems)
+    try:
+        # The proxy variables may carry a proxy's password too; one the gateway cannot
+        # use stops it here, with the config's other problems, not at its first request.
+        ProxyEnvironment.read(os.environ)
+    except BadProxy as error:
+        problems.append(f"  {error}")
     if problems:
         raise ConfigError(f"{source}: cannot read credentials\n" + "\n".join(problems))
     return secrets

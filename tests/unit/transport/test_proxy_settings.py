@@ -150,6 +150,19 @@ def test_a_proxy_url_may_be_read_from_the_environment_and_is_checked_there(
     assert "s3cret" not in str(raised.value)
 
 
+def test_a_bad_proxy_variable_stops_the_gateway_with_the_configs_problems(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "ftp://u:s3cret@h:1")
+    settings = parse_settings({"connections": [_connection("direct")]})
+    with pytest.raises(ConfigError) as raised:
+        read_secrets(settings, source="rungway.yaml")
+    assert str(raised.value) == (
+        "rungway.yaml: cannot read credentials\n  the environment's https_proxy: "
+        "ftp://u:***@h:1: the scheme must be one of http, socks5, socks5h"
+    )
+
+
 def test_a_proxy_url_is_not_read_from_the_credential_store() -> None:
     with pytest.raises(ConfigError, match="read from `env` or `file`, not the store"):
         parse_settings({"connections": [_connection({"store": "some-login"})]})
