@@ -240,14 +240,15 @@ def _usage(raw: object, previous: ReportedUsage) -> ReportedUsage:
         return previous
     # A stream's usage is cumulative: a count it leaves out keeps its earlier value, and a
     # count that was once not a count leaves the whole reply's usage invalid.
-    pick = CountReader(previous.invalid)
+    counts = CountReader(previous.invalid)
+    pick = counts.read
     return ReportedUsage(
         input_tokens=pick(raw, "input_tokens", previous.input_tokens),
         output_tokens=pick(raw, "output_tokens", previous.output_tokens),
         cache_read_tokens=pick(raw, "cache_read_input_tokens", previous.cache_read_tokens),
         cache_write_tokens=pick(raw, "cache_creation_input_tokens", previous.cache_write_tokens),
         reasoning_tokens=previous.reasoning_tokens,
-        invalid=pick.invalid,
+        invalid=counts.invalid,
     )
 
 

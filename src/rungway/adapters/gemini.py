@@ -206,7 +206,8 @@ def read_usage_metadata(raw: object, previous: ReportedUsage) -> ReportedUsage:
     if not isinstance(raw, dict):
         return previous
     # Each chunk's metadata replaces the last; one that was not a count taints the reply.
-    count = CountReader(previous.invalid)
+    counts = CountReader(previous.invalid)
+    count = counts.read
     cached = count(raw, "cachedContentTokenCount")
     thoughts = count(raw, "thoughtsTokenCount")
     prompt = count(raw, "promptTokenCount")
@@ -215,7 +216,7 @@ def read_usage_metadata(raw: object, previous: ReportedUsage) -> ReportedUsage:
         output_tokens=count(raw, "candidatesTokenCount") + thoughts,
         cache_read_tokens=cached,
         reasoning_tokens=thoughts,
-        invalid=count.invalid,
+        invalid=counts.invalid,
     )
 
 

@@ -91,13 +91,14 @@ def read_usage(usage: dict[str, Any] | None) -> CanonicalUsage:
     """An Anthropic `usage` object as canonical usage (its `input_tokens` excludes cache)."""
     if not isinstance(usage, dict):
         return CanonicalUsage()
-    count = CountReader()
+    counts = CountReader()
+    count = counts.read
     return CanonicalUsage(
         input_tokens=count(usage, "input_tokens"),
         output_tokens=count(usage, "output_tokens"),
         cache_read_tokens=count(usage, "cache_read_input_tokens"),
         cache_write_tokens=count(usage, "cache_creation_input_tokens"),
-        invalid=count.invalid,
+        invalid=counts.invalid,
     )
 
 

@@ -96,11 +96,11 @@ def read_usage(usage: Any) -> CanonicalUsage:
     """`usageMetadata` as canonical usage."""
     if not isinstance(usage, dict):
         return CanonicalUsage()
-    count = CountReader()
+    counts = CountReader()
 
     def read(name: str) -> int:
         # `field` reads the camelCase name or its snake_case twin.
-        return count.check(field(usage, name), name)
+        return counts.check(field(usage, name), name)
 
     prompt = read("promptTokenCount")
     cached = read("cachedContentTokenCount")
@@ -112,7 +112,7 @@ def read_usage(usage: Any) -> CanonicalUsage:
         output_tokens=candidates + thoughts,
         cache_read_tokens=cached,
         reasoning_tokens=thoughts,
-        invalid=count.invalid,
+        invalid=counts.invalid,
     )
 
 

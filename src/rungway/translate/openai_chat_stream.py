@@ -85,7 +85,8 @@ def read_usage(usage: dict[str, Any]) -> CanonicalUsage:
     """Chat usage as canonical usage: cached and cache-written tokens leave the input count."""
     prompt_details = json_values.mapping(usage.get("prompt_tokens_details"))
     output_details = json_values.mapping(usage.get("completion_tokens_details"))
-    count = CountReader()
+    counts = CountReader()
+    count = counts.read
     # DeepSeek reports cache hits at the top level instead of in prompt_tokens_details.
     cached = count(prompt_details, "cached_tokens") or count(usage, "prompt_cache_hit_tokens")
     written = count(prompt_details, "cache_write_tokens") or count(
@@ -97,7 +98,7 @@ def read_usage(usage: dict[str, Any]) -> CanonicalUsage:
         cache_read_tokens=cached,
         cache_write_tokens=written,
         reasoning_tokens=count(output_details, "reasoning_tokens"),
-        invalid=count.invalid,
+        invalid=counts.invalid,
     )
 
 

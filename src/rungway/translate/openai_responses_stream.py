@@ -68,7 +68,8 @@ def read_usage(usage: object) -> CanonicalUsage:
     if not isinstance(usage, dict):
         return CanonicalUsage()
     details = json_values.mapping(usage.get("input_tokens_details"))
-    count = CountReader()
+    counts = CountReader()
+    count = counts.read
     cached = count(details, "cached_tokens")
     writes = count(details, "cache_write_tokens")
     return CanonicalUsage(
@@ -79,7 +80,7 @@ def read_usage(usage: object) -> CanonicalUsage:
         reasoning_tokens=count(
             json_values.mapping(usage.get("output_tokens_details")), "reasoning_tokens"
         ),
-        invalid=count.invalid,
+        invalid=counts.invalid,
     )
 
 
