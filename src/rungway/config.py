@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from rungway.egress import DIRECT, BadProxy, parse_proxy
+from rungway.egress import BadProxy, is_direct, parse_proxy
 from rungway.models.capabilities import ModelCapabilities, Structured
 from rungway.pricing import PriceOverride, TierSettings
 from rungway.protocol.auth import Auth
@@ -128,7 +128,7 @@ class ConnectionConfig(_Frozen):
             if proxy.store is not None:
                 raise ValueError("a proxy URL is read from `env` or `file`, not the store")
             return proxy
-        if proxy.strip().lower() in DIRECT:
+        if is_direct(proxy):
             return "direct"
         try:
             parse_proxy(proxy)

@@ -15,9 +15,9 @@ Through an HTTP proxy an `https://` upstream is reached by a `CONNECT` tunnel an
 inside it; an `http://` upstream gets the request itself with an absolute URL and
 `Proxy-Authorization`, as curl sends it, so the proxy's keep-alive connection carries
 many requests. SOCKS5 reaches either kind: `socks5://` resolves the upstream's name here,
-`socks5h://` lets the proxy resolve it. The tunnels are `rungway.transport.proxy`'s. A proxy reached
-over TLS (`https://` as the proxy's own scheme) is not supported: the tunnel to an
-`https://` upstream is encrypted end to end in any case.
+`socks5h://` lets the proxy resolve it. The tunnels are `rungway.transport.proxy`'s. A
+proxy reached over TLS (`https://` as the proxy's own scheme) is not supported: the tunnel
+to an `https://` upstream is encrypted end to end in any case.
 
 A proxy's password is never shown: `Proxy` prints as `http://user:***@host:port`, and
 every failure names the proxy that way.
@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-DIRECT = frozenset({"direct", "none"})
-"""The `proxy:` values that send a connection's requests straight to the upstream."""
+_DIRECT = frozenset({"direct", "none"})
 SCHEMES = ("http", "socks5", "socks5h")
 """The proxy kinds a `proxy:` URL or a proxy variable may name."""
 VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -42,6 +41,11 @@ VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 
 ProxyKind = Literal["http", "socks5", "socks5h"]
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def is_direct(setting: str) -> bool:
+    """Whether a `proxy:` setting says no proxy: `direct` or `none`, in any case."""
+    return setting.strip().lower() in _DIRECT
 
 
 class BadProxy(ValueError):
@@ -161,7 +165,7 @@ class ProxyEnvironment:
     def passwords(self, settings: Iterable[str | None]) -> list[str]:
         """The passwords of these proxies and of the connections' `proxy:` `settings`."""
         proxies = [self.http, self.https]
-        proxies += [parse_proxy(s) for s in settings if s is not None and s.lower() not in DIRECT]
+        proxies += [parse_proxy(s) for s in settings if s is not None and not is_direct(s)]
         return [proxy.password for proxy in proxies if proxy is not None and proxy.password]
 
     def choose(self, scheme: str, host: str, port: int) -> Proxy | None:

@@ -20,7 +20,7 @@ from rungway.config import (
     Settings,
 )
 from rungway.credentials.store import CredentialStore, StoreError, default_store_path, load_key
-from rungway.egress import DIRECT, BadProxy, ProxyEnvironment, parse_proxy
+from rungway.egress import BadProxy, ProxyEnvironment, is_direct, parse_proxy
 
 
 def open_store(settings: CredentialStoreSettings) -> CredentialStore:
@@ -116,7 +116,7 @@ def _read_proxy(
     if isinstance(value, CredentialRef):
         try:
             value = read_credential(value).get_secret_value()
-            if value.lower() not in DIRECT:
+            if not is_direct(value):
                 parse_proxy(value)
         except ValueError as error:
             problems.append(f"  connections[{index}].proxy: {error}")

@@ -31,7 +31,7 @@ from yarl import URL
 
 from rungway.adapters.base import UpstreamRequest
 from rungway.config import TimeoutSettings
-from rungway.egress import DIRECT, Proxy, ProxyEnvironment, parse_proxy
+from rungway.egress import Proxy, ProxyEnvironment, is_direct, parse_proxy
 from rungway.engine.transport import BODY_LIMIT, UpstreamTimeout, UpstreamUnreachable
 from rungway.transport.connection import Connection, Lost
 from rungway.transport.proxy import open_tunnel
@@ -220,7 +220,7 @@ class Http11Transport:
                 f"could not connect to {where} through the proxy {proxy} within {timeout:g}s"
             ) from None
         except OSError as error:
-            reason = error.strerror or str(error) or type(error).__name__
+            reason = _reason(error)
             if target.forwarded:
                 message = f"cannot connect to the proxy {proxy} ({reason})"
             else:
@@ -256,7 +256,7 @@ class Http11Transport:
         """How a target's proxy is chosen from a connection's setting."""
         if setting is None:
             return self.proxies.choose
-        chosen = None if setting.strip().lower() in DIRECT else parse_proxy(setting)
+        chosen = None if is_direct(setting) else parse_proxy(setting)
         return lambda _scheme, _host, _port: chosen
 
 
@@ -359,6 +359,13 @@ def _parse(url: str, proxy_for: Callable[[str, str, int], Proxy | None]) -> _Tar
         return _Target(key, proxy.host, proxy.port, False, start, proxy, forwarded=True)
     start = f" {parsed.raw_path_qs} HTTP/1.1\r\nHost: {authority}\r\n"
     return _Target(key, host, port, tls, start, proxy)
+
+
+def _reason(error: OSError) -> str:
+    """What failed, in words: a TLS error's own, else the socket error number's."""
+    if isinstance(error, ssl.SSLError) or not error.errno:
+        return str(error) or type(error).__name__
+    return os.strerror(error.errno)
 
 
 def _refused(target: _Target) -> str:

@@ -6,6 +6,7 @@ Which proxy a request takes, and how a proxy URL reads, is `rungway.egress`'s.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 
 from rungway.egress import Proxy
@@ -41,16 +42,17 @@ async def open_tunnel(proxy: Proxy, host: str, port: int, timeout_s: float) -> s
         return await tunnel.connect(host, port, timeout=timeout_s)
     except ProxyTimeoutError:
         raise UpstreamTimeout(
-            f"the proxy {proxy} did not open a way to {where} within {timeout_s:g}s"
+            f"the proxy {proxy} did not connect to {where} within {timeout_s:g}s"
         ) from None
     except ProxyConnectionError as error:
-        reason = error.strerror or str(error)
+        # The library's message repeats the address; the socket's error number is the news.
+        reason = os.strerror(error.errno) if error.errno else str(error)
         raise UpstreamUnreachable(
             f"cannot connect to the proxy {proxy} ({reason})", reached=False
         ) from None
     except ProxyError as error:
         raise UpstreamUnreachable(
-            f"the proxy {proxy} refused the way to {where}: {_refusal(error)}", reached=False
+            f"the proxy {proxy} refused to connect to {where}: {_refusal(error)}", reached=False
         ) from None
     except OSError as error:
         reason = error.strerror or str(error) or type(error).__name__

@@ -199,6 +199,26 @@ def test_a_proxy_that_does_not_listen_is_named_in_the_failure() -> None:
     assert not error.reached
 
 
+def test_an_upstream_certificate_not_trusted_fails_inside_the_tunnel(
+    proxy: EgressProxy, certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tunnel carries TLS end to end: the upstream's certificate is checked, not the proxy's.
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent")
+    monkeypatch.setenv("SSL_CERT_DIR", "/nonexistent")
+
+    async def run() -> tuple[UpstreamUnreachable, int]:
+        async with _upstream([], _server_tls(certificates)) as (client, port):
+            with pytest.raises(UpstreamUnreachable) as raised:
+                await client.get(f"https://localhost:{port}/", {}, 5, proxy=proxy.url())
+            return raised.value, port
+
+    error, port = uvloop.run(run())
+    assert str(error).startswith(
+        f"cannot connect to localhost:{port} through the proxy http://alice:***@127.0.0.1:"
+    )
+    assert "certificate verify failed" in str(error)
+
+
 def test_a_proxy_that_never_answers_times_out_naming_it() -> None:
     async def run() -> UpstreamTimeout:
         loop = asyncio.get_running_loop()
