@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from redis.exceptions import ResponseError
 
@@ -21,12 +24,17 @@ from rungway.budget.period import period_start
 from rungway.clock import FakeClock
 from rungway.cluster.budget import RedisBudget
 from rungway.cluster.budget_scripts import APPLY, NANO, RESERVE, nano
+from rungway.ledger.sqlite import read_rows
 from rungway.routing.rungs import Rung
+from rungway.sim import Scenario, SimUpstream
 from tests.private_redis import PrivateRedis
 
+from .conftest import StartGateway
 from .test_shared_budget import NOW, Ledger, shared_budget
 
 PREFIX = "rw"
+MODEL = "gpt-4.1-mini"
+HELLO: list[dict[str, Any]] = [{"role": "user", "content": "Say hello."}]
 
 
 def figures(server: PrivateRedis) -> tuple[float, float]:
@@ -162,3 +170,99 @@ def test_no_amount_below_zero_or_past_finite_reaches_the_spend(redis_prefix: str
             assert budget.rung_spend(NOW)[Rung.CHEAP].spent_usd == pytest.approx(0.3)
 
     asyncio.run(run())
+
+
+@pytest.mark.slow
+def test_a_gateway_under_load_loses_no_settle_when_redis_restarts_empty(
+    start_gateway: StartGateway, tmp_path: Path
+) -> None:
+    scenario = Scenario.model_validate(
+        {
+            "name": "metered",
+            "api": "openai",
+            "auth": {"kind": "bearer", "token": "sk-metered"},
+            "models": [{"id": MODEL}],
+            "response": {"output_tokens": 40, "chunk_tokens": 4, "chunk_interval_ms": 300},
+        }
+    )
+    with SimUpstream(scenario) as upstream, PrivateRedis(tmp_path) as server:
+        (tmp_path / "metered.secret").write_text("sk-metered")
+        gateway = start_gateway(
+            state_section={"store": "redis", "redis": {"url": server.url, "prefix": PREFIX}},
+            ladder={"rung_budget_usd": {"cheap": 50.0, "premium": 50.0}},
+            aliases={},
+            connections=[
+                {
+                    "id": "metered",
+                    "provider": "openai",
+                    "auth": "apikey",
+                    "credential": {"file": str(tmp_path / "metered.secret")},
+                    "base_url": f"{upstream.url}/v1",
+                    "models": [MODEL],
+                }
+            ],
+        )
+        whole: list[str] = []
+        stop = threading.Event()
+        loaders = [
+            threading.Thread(target=_load, args=(gateway.url, stop, whole)) for _ in range(6)
+        ]
+        for loader in loaders:
+            loader.start()
+        try:
+            _until(lambda: len(whole) >= 6, "six streams are answered whole")
+            # With streams in flight, which end (3 s each) after Redis is seeded again.
+            server.restart()
+            answered = len(whole)
+            _until(lambda: len(whole) >= answered + 6, "six more after the restart")
+        finally:
+            stop.set()
+            for loader in loaders:
+                loader.join()
+
+        def agree() -> bool:
+            gateway.ledger.flush()
+            rows = read_rows(gateway.ledger_path, 100_000)
+            rung = next(row["rung"] for row in rows if row["cost_usd"] > 0)
+            spent = sum(nano(row["cost_usd"]) for row in rows if row["rung"] == rung) / NANO
+            return shared(server, rung) == pytest.approx((spent, 0.0))
+
+        _until(agree, "Redis holds the ledger's spend and no hold")
+
+
+def shared(server: PrivateRedis, rung: str) -> tuple[float, float]:
+    """What Redis holds for `rung` this month: settled spend and open holds, in dollars."""
+    client = server.client()
+    try:
+        start = int(period_start("month", time.time()))
+        spent = client.hget(f"{PREFIX}:budget:spent:rung:{rung}:{start}", "s")
+        held = client.get(f"{PREFIX}:budget:reserved:rung:{rung}")
+    finally:
+        client.close()
+    return (
+        int(spent) / NANO if spent is not None else float("nan"),
+        int(held) / NANO if held is not None else 0.0,
+    )
+
+
+def _until(condition: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)
+
+
+def _load(url: str, stop: threading.Event, whole: list[str]) -> None:
+    """Stream requests one after another until stopped; note those that arrived whole."""
+    with httpx.Client(timeout=10) as client:
+        while not stop.is_set():
+            with client.stream(
+                "POST",
+                f"{url}/v1/chat/completions",
+                json={"model": MODEL, "messages": HELLO, "max_tokens": 60, "stream": True},
+            ) as response:
+                body = b"".join(response.iter_bytes())
+                if body.rstrip().endswith(b"data: [DONE]"):
+                    whole.append(response.headers["x-rungway-request-id"])
+                else:
+                    time.sleep(0.05)  # refused while Redis is away: no need to spin
