@@ -15,9 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.codex import CodexAdapter
 from rungway.adapters.gemini import GeminiAdapter
 from rungway.adapters.openai_chat import OpenAIChatAdapter
-from rungway.adapters.openai_responses import OpenAIResponsesAdapter
+from rungway.adapters.openai_responses import OpenAIResponsesAdapter, assemble_response
 from rungway.protocol.sse import SseEvent
 from rungway.protocol.usage import (
     MAX_REPORTED_COST_USD,
@@ -243,4 +244,20 @@ def test_an_answer_loses_only_the_numbers_that_are_not_counts() -> None:
     assert without_bad_counts({"id": "m", "usage": usage}) == {
         "id": "m",
         "usage": {"input_tokens": 10, "output_tokens": 0, "service_tier": "standard"},
+    }
+
+
+@pytest.mark.parametrize("bad", [-1, 2**63, 0.5, False, "7"], ids=repr)
+def test_a_codex_stream_assembled_for_a_json_client_keeps_its_usage_invalid(bad: Any) -> None:
+    completed = {
+        "type": "response.completed",
+        "response": {"id": "r", "output": [], "usage": _responses_usage(bad)},
+    }
+    stream = b"event: response.completed\ndata: " + orjson.dumps(completed) + b"\n\n"
+    assembled = assemble_response(stream)
+    assert isinstance(assembled, dict)
+    usage = CodexAdapter().read_usage(assembled)
+    assert usage.invalid is not None
+    assert without_bad_counts(assembled)["usage"]["output_tokens_details"] == {
+        "reasoning_tokens": 0
     }
