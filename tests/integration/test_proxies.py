@@ -383,3 +383,26 @@ def test_a_proxy_password_appears_nowhere_an_operator_or_client_reads(
     assert f"http://alice:***@127.0.0.1:{proxy.port}" in everything
     assert wrong not in everything
     assert PASSWORD not in everything
+
+
+def test_the_command_line_reaches_its_gateway_directly_whatever_the_proxy_variables(
+    start_gateway: StartGateway, sims: Upstreams, tmp_path: Path
+) -> None:
+    gateway = start_gateway(connections=[_cheap(sims, tmp_path)])
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "COLUMNS": "220",
+        # A proxy that is not there: status must not send its admin reads through it.
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+    }
+    shown = subprocess.run(
+        [sys.executable, "-m", "rungway", "status", "--url", gateway.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "cheap" in shown.stdout

@@ -48,8 +48,11 @@ def admin_request(
     key = os.environ.get(key_env)
     if key:
         request.add_header("authorization", f"Bearer {key}")
+    # The gateway is reached directly: a proxy variable meant for the upstreams would send
+    # a loopback address to a proxy that cannot reach it.
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with direct.open(request, timeout=10) as response:
             return response.status, json.load(response)
     except urllib.error.HTTPError as error:
         try:
