@@ -188,7 +188,7 @@ class Trail:
             costs = books.spending.settle_unknown(reservation, books.clock.now())
         elif route is not None:
             if self.usage.invalid is not None:
-                outcome = self._invalid_usage(route, outcome, status, reservation)
+                outcome = self._invalid_usage(route, outcome, status)
             costs = books.spending.settle(
                 call,
                 route,
@@ -227,9 +227,7 @@ class Trail:
             settles=reservation,
         )
 
-    def _invalid_usage(
-        self, route: Route, outcome: str, status: int, reservation: Reservation | None
-    ) -> str:
+    def _invalid_usage(self, route: Route, outcome: str, status: int) -> str:
         """Note the upstream's failure to report usage that can be read; the outcome the
         request's row takes (`invalid_usage` for an answer that was otherwise whole)."""
         detail = (
