@@ -99,19 +99,17 @@ def build_gateway(
         client = Http11Transport(settings.timeouts)
     except BadProxy as error:
         raise ConfigError(str(error)) from None
+    # Each connection's `proxy:` as read; its model calls, token renewals, project lookup
+    # and usage reads all go through it.
+    proxies = {config.id: connection_proxy(config.id, secrets) for config in settings.connections}
     install_redaction(
         [
             *(secret.get_secret_value() for secret in secrets.values()),
-            *client.proxies.passwords(
-                connection_proxy(c.id, secrets) for c in settings.connections
-            ),
+            *client.proxies.passwords(proxies.values()),
         ]
     )
-    # A login renews its token through its connection's proxy, as its requests go.
     sources = login_sources(
-        settings,
-        clock or SystemClock(),
-        lambda config: token_sender(client, connection_proxy(config.id, secrets)),
+        settings, clock or SystemClock(), lambda config: token_sender(client, proxies[config.id])
     )
     connections = {
         config.id: Connection(
@@ -129,9 +127,9 @@ def build_gateway(
                 sources.get(config.id),
                 secrets.get(f"connection:{config.id}"),
                 configured=config.project,
-                send=token_sender(client, connection_proxy(config.id, secrets)),
+                send=token_sender(client, proxies[config.id]),
             ),
-            proxy=connection_proxy(config.id, secrets),
+            proxy=proxies[config.id],
         )
         for config in settings.connections
     }
@@ -387,7 +385,6 @@ def _usage_targets(connections: Iterable[Connection]) -> list[PollTarget]:
         if isinstance(adapter, HasUsageEndpoint):
             target = adapter.usage_target(connection)
             if target is not None:
-                # A usage read takes its connection's proxy, as its requests do.
                 proxied = connection.proxy is not None
                 targets.append(replace(target, proxy=connection.proxy) if proxied else target)
     return targets
