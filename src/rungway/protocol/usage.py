@@ -93,7 +93,7 @@ class CountReader:
         """The count `fields[name]`: `absent` when the field is missing or null, 0 (and
         noted) when it is not a whole number from 0 to `MAX_TOKEN_COUNT`."""
         value = fields.get(name)
-        # The common case in one step: a reader runs for every answer.
+        # The common case in one step, without the calls `check` makes.
         if value.__class__ is int and 0 <= value <= MAX_TOKEN_COUNT:
             return value
         return self.check(value, name, absent)
@@ -114,28 +114,23 @@ def token_count(value: object) -> int | None:
     """`value` as a token count, or None when it is not a whole number in
     0..`MAX_TOKEN_COUNT` (bools, fractions, negatives, strings and non-finite numbers are
     not)."""
-    # Exact type checks: `bool` is an `int` subclass, and the common case is a plain int.
-    kind = type(value)
-    if kind is int:
-        assert isinstance(value, int)
+    if isinstance(value, bool):  # an `int` to Python, never a count
+        return None
+    if isinstance(value, int):
         return value if 0 <= value <= MAX_TOKEN_COUNT else None
-    if kind is float:
-        assert isinstance(value, float)
-        # is_integer() is False for NaN and the infinities.
-        if value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
-            return int(value)
+    # is_integer() is False for NaN and the infinities.
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
+        return int(value)
     return None
 
 
 def reported_cost(value: object) -> float | None:
     """An upstream's own figure for a request's cost in US dollars, or None when it named
     none or named something that is not a cost (negative, non-finite, past the bound)."""
-    if type(value) is int or type(value) is float:
-        assert isinstance(value, int | float)
-        # Written so that NaN fails the test: every comparison with it is false.
-        if 0 <= value <= MAX_REPORTED_COST_USD:
-            return float(value)
-    return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    # Every comparison with NaN is false, so NaN fails the range test too.
+    return float(value) if 0 <= value <= MAX_REPORTED_COST_USD else None
 
 
 def without_bad_counts(value: Any) -> Any:
