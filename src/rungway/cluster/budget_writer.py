@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import logging
 import secrets
+import sqlite3
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -139,8 +140,8 @@ class SpendWriter:
 
     def save(self) -> None:
         """Write down what waits for Redis and is not on disk yet."""
-        if self._pending is not None and not self._saved:
-            self._pending.save(self._queue)
+        if not self._saved:
+            self._write(self._queue)
         self._saved = True
 
     def close(self) -> None:
@@ -159,7 +160,7 @@ class SpendWriter:
             else:
                 # Nothing reaches Redis until it answers: on disk now, so that a stop or a
                 # kill meanwhile loses nothing.
-                self._pending.save((change,))
+                self._write((change,))
         if len(self._queue) > _MAX_QUEUED:
             dropped = self._queue.popleft()
             log.error(
@@ -170,6 +171,17 @@ class SpendWriter:
                 dropped.cost / 1e9,
             )
         self._wake.set()
+
+    def _write(self, changes: Iterable[Change]) -> None:
+        if self._pending is None:
+            return
+        try:
+            self._pending.save(changes)
+        except (sqlite3.Error, OSError) as error:
+            # Never the request's failure: the change still waits in memory for Redis.
+            log.error(
+                "budget: could not write waiting changes to %s: %s", self._pending.path, error
+            )
 
     async def run(self) -> None:
         """Send what is queued whenever there is something and Redis answers, until
