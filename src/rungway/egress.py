@@ -9,7 +9,9 @@ wins over its upper-case twin), and `no_proxy` for the hosts that go direct. `no
 holds host names (each also matching its subdomains; a leading dot is the same), `*` for
 every host, IP addresses, CIDR ranges and `host:port` entries. As with curl, loopback is
 not exempt by itself: a `localhost` upstream behind a proxy variable needs `no_proxy`.
-A proxy variable without a scheme is an HTTP proxy, as curl reads it.
+A proxy variable without a scheme is an HTTP proxy, as curl reads it. A connection's own
+`proxy:` carries every request of that connection: `no_proxy` applies to the environment's
+proxies only.
 
 Through an HTTP proxy an `https://` upstream is reached by a `CONNECT` tunnel and TLS
 inside it; an `http://` upstream gets the request itself with an absolute URL and

@@ -3,6 +3,8 @@ connection's `proxy:` setting, and a proxy's password never shown."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -182,3 +184,22 @@ def test_a_url_with_a_password_is_masked_in_any_text() -> None:
     assert (
         redact("the proxy http://alice:***@h:1 refused") == "the proxy http://alice:***@h:1 refused"
     )
+
+
+_PASSWORDS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ!$&+,;=~@:/%éß", min_size=8, max_size=40)
+
+
+@given(_PASSWORDS, st.sampled_from(["http", "socks5", "socks5h", "ftp", "https"]))
+def test_no_proxy_text_the_gateway_makes_holds_the_password(password: str, scheme: str) -> None:
+    url = f"{scheme}://alice:{quote(password, safe='')}@proxy.example:3128"
+    try:
+        proxy = parse_proxy(url)
+    except BadProxy as error:
+        shown = [str(error)]
+    else:
+        assert proxy.password == password
+        shown = [str(proxy), repr(proxy), proxy.identity]
+    shown.append(masked_url(url))
+    for text in shown:
+        assert password not in text
+        assert quote(password, safe="") not in text
