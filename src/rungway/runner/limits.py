@@ -60,6 +60,9 @@ def limited_protocol(settings: ConnectionLimits) -> type[JoinedHeadProtocol]:
     uvicorn must be checked against them.
     """
     open_by_client: dict[str, int] = {}
+    head_s, body_s = settings.header_timeout_s, settings.body_timeout_s
+    head_late = f"the request headers did not arrive within {head_s:g}s"
+    body_late = f"the request body did not arrive within {body_s:g}s"
 
     class LimitedHttpProtocol(JoinedHeadProtocol):
         """uvicorn's httptools protocol under the server settings' deadlines and caps."""
@@ -141,12 +144,15 @@ def limited_protocol(settings: ConnectionLimits) -> type[JoinedHeadProtocol]:
         def on_headers_complete(self) -> None:
             """The head is in: the body deadline starts."""
             # Before uvicorn makes this request's cycle, `cycle` is the one before it.
-            earlier = self._earlier()
+            earlier = self.cycle
             self._head_open = False
             self._received = self._head_bytes = self._header_count = 0
             self._disarm()
-            path = self.url.decode("latin-1")
-            self._in_turn(earlier, self._arm, settings.body_timeout_s, "body", path)
+            if earlier is None or earlier.response_complete:
+                self._arm(body_s, body_late, self.url)
+            else:
+                self._next = functools.partial(self._arm, body_s, body_late, self.url)
+                self._behind = earlier
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
@@ -203,10 +209,14 @@ def limited_protocol(settings: ConnectionLimits) -> type[JoinedHeadProtocol]:
                 self._next, self._behind = functools.partial(then, *args), earlier
 
         def _arm_head(self) -> None:
-            self._in_turn(self._earlier(), self._arm, settings.header_timeout_s, "headers", "")
+            earlier = self.cycle
+            if earlier is None or earlier.response_complete:
+                self._arm(head_s, head_late, b"")
+            else:
+                self._next = functools.partial(self._arm, head_s, head_late, b"")
+                self._behind = earlier
 
-        def _arm(self, seconds: float, what: str, path: str) -> None:
-            message = f"the request {what} did not arrive within {seconds:g}s"
+        def _arm(self, seconds: float, message: str, path: bytes) -> None:
             self._timer = self.loop.call_later(seconds, self._late, message, path)
 
         def _disarm(self) -> None:
@@ -215,14 +225,14 @@ def limited_protocol(settings: ConnectionLimits) -> type[JoinedHeadProtocol]:
                 self._timer.cancel()
                 self._timer = None
 
-        def _late(self, message: str, path: str) -> None:
+        def _late(self, message: str, path: bytes) -> None:
             self._timer = None
             cycle = self.cycle
             if not self._head_open and cycle is not None and cycle.response_started:
                 # The app answered before the body was in: there is no 408 left to send.
                 self.transport.close()
                 return
-            self._refuse(408, message, path)
+            self._refuse(408, message, path.decode("latin-1"))
 
         def _refuse(self, status: int, message: str, path: str = "") -> None:
             """Answer `status` and close the connection, once any earlier answer is
