@@ -27,6 +27,7 @@ from types import FrameType
 
 from rich.console import Console
 
+from rungway.cluster.budget_changes import adopt_leftovers
 from rungway.config import Settings
 from rungway.ledger.journal import worker_journals
 from rungway.ledger.sqlite import SqliteLedger
@@ -142,3 +143,5 @@ def recover_journals(ledger: Path, *, keep: int) -> None:
         SqliteLedger(ledger, worker=worker).close()
         for leftover in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
             leftover.unlink(missing_ok=True)
+    # And the budget changes they left waiting for Redis go to the first worker's file.
+    adopt_leftovers(ledger, keep=keep)

@@ -73,10 +73,29 @@ class Change:
     """Its row in `PendingChanges`, once written there."""
 
 
+_SUFFIX = ".budget-queue"
+
+
 def pending_path(journal: Path) -> Path:
     """Where the changes waiting for Redis are kept, beside the money journal at
     `journal` (one file per worker, as the journals are)."""
-    return journal.with_name(journal.name.removesuffix(".journal") + ".budget-queue")
+    return journal.with_name(journal.name.removesuffix(".journal") + _SUFFIX)
+
+
+def adopt_leftovers(ledger: Path, *, keep: int) -> None:
+    """Move the changes that workers numbered `keep` and up left waiting (no worker of
+    this run opens their files) into the first worker's file, which sends them."""
+    for path in sorted(ledger.parent.glob(f"{ledger.name}.w*{_SUFFIX}")):
+        number = path.name.removeprefix(f"{ledger.name}.w").removesuffix(_SUFFIX)
+        if not number.isdigit() or int(number) < keep:
+            continue
+        first = PendingChanges(ledger.with_name(ledger.name + _SUFFIX))
+        try:
+            first.adopt(path)
+        finally:
+            first.close()
+        for leftover in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
+            leftover.unlink(missing_ok=True)
 
 
 class PendingChanges:
@@ -144,6 +163,18 @@ class PendingChanges:
             )
             for row, kind, marker, member, targets, cost, at, seed in rows
         ]
+
+    def adopt(self, other: Path) -> None:
+        """Take in every change the file at `other` holds."""
+        columns = "kind, marker, member, targets, cost, at, seed"
+        self._db.execute("ATTACH DATABASE ? AS other", (str(other),))
+        try:
+            self._db.execute(_SCHEMA.replace("EXISTS ", "EXISTS other."))
+            self._db.execute(
+                f"INSERT INTO changes ({columns}) SELECT {columns} FROM other.changes ORDER BY row"
+            )
+        finally:
+            self._db.execute("DETACH DATABASE other")
 
     def close(self) -> None:
         """Close the file (what it holds stays for the next start)."""
