@@ -318,7 +318,13 @@ def test_a_token_renewal_goes_through_the_connections_proxy(
     before = len(proxy.routes())
     answer = httpx.post(
         f"{gateway.url}/v1/messages",
-        headers={"anthropic-version": "2023-06-01"},
+        # Claude Code's own headers: a Claude plan's terms serve no other client.
+        headers={
+            "anthropic-version": "2023-06-01",
+            "user-agent": "claude-cli/2.1.0 (external, cli)",
+            "x-app": "cli",
+            "anthropic-beta": "claude-code-20250219",
+        },
         json={"model": CLAUDE, "max_tokens": 16, "messages": CHAT["messages"]},
         timeout=10,
     )
