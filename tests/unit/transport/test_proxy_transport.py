@@ -4,6 +4,7 @@ with TLS inside, SOCKS5, refused credentials, and a pool that keeps each route a
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
@@ -288,3 +289,31 @@ def test_connections_through_different_proxy_credentials_are_pooled_apart(
     status, refusals = uvloop.run(run())
     assert status == 200
     assert refusals >= 1
+
+
+def test_an_http_upstream_request_goes_to_the_proxy_in_absolute_form_with_its_credentials() -> None:
+    async def run() -> list[str]:
+        heads: list[str] = []
+        loop = asyncio.get_running_loop()
+        # The proxy itself, as the wire shows it: it records the head and answers.
+        accepted: list[asyncio.Transport] = []
+        server = await loop.create_server(lambda: _Echo(heads, accepted), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = Http11Transport(TimeoutSettings(), ProxyEnvironment())
+        await client.start()
+        try:
+            proxy = f"http://al%40ice:{PASSWORD}@127.0.0.1:{port}"
+            _, _, body = await client.get("http://api.example:8080/v1/x?y=1", {}, 5, proxy=proxy)
+            return [*heads, *orjson.loads(body)["headers"]]
+        finally:
+            await client.close()
+            server.close()
+            for transport in accepted:
+                transport.close()
+            await asyncio.sleep(0.01)
+
+    lines = uvloop.run(run())
+    assert lines[0] == "GET http://api.example:8080/v1/x?y=1 HTTP/1.1"
+    assert "Host: api.example:8080" in lines
+    credentials = base64.b64encode(f"al@ice:{PASSWORD}".encode()).decode()
+    assert f"Proxy-Authorization: Basic {credentials}" in lines
