@@ -291,7 +291,7 @@ def test_connections_through_different_proxy_credentials_are_pooled_apart(
     assert refusals >= 1
 
 
-def test_an_http_upstream_request_goes_to_the_proxy_in_absolute_form_with_its_credentials() -> None:
+def test_a_proxied_http_request_names_the_whole_url_and_the_proxy_credentials() -> None:
     async def run() -> list[str]:
         heads: list[str] = []
         loop = asyncio.get_running_loop()
