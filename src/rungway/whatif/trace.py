@@ -24,7 +24,13 @@ __all__ = [
 ]
 
 _APIS = frozenset(api.value for api in Api)
-_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
 LAST_AT: Final = datetime(9999, 1, 1, tzinfo=UTC).timestamp()
 """The latest `at` a trace may hold: the first second of the year 9999. The replay's
 calendar (the next midnight, week or month after a request, in any time zone) then stays
@@ -61,7 +67,7 @@ class TraceRequest:
             raise TraceError("model must not be empty")
         if self.api not in _APIS:
             raise TraceError(f"api must be one of {sorted(_APIS)}, not {self.api!r}")
-        for name in (*_COUNTS, "reasoning_tokens"):
+        for name in _COUNTS:
             if not is_count(value := getattr(self, name)):
                 raise TraceError(f"{name} must be {COUNT_RULE}, not {value!r}")
         reasoning = self.reasoning_tokens
