@@ -6,9 +6,9 @@ httptools (the parser the gateway's own server uses). Connections are kept per u
 (scheme, host, port, and the proxy in between) and reused last-in first-out; one idle past
 `KEEPALIVE_S` is closed rather than reused. It does only what the gateway needs, which makes
 a request cost about a third of what a general client spends on it (`bench/http_cost.py`):
-no cookies, redirects, compression or retries. Proxies (a connection's `proxy:`, else the
-environment's variables) are `rungway.egress`'s; a request without one pays
-nothing for them.
+no cookies, redirects, compression or retries. Which proxy a request takes (its
+connection's `proxy:`, else the environment's variables) is `rungway.egress`'s, the tunnel
+`rungway.transport.proxy`'s; a request without a proxy pays nothing for them.
 
 Timeouts: connect, first byte (from the request's write to the answer's head) and idle
 (while a read of the body waits for data). Failures surface as the port's
