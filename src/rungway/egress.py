@@ -182,6 +182,8 @@ class NoProxy:
     """The hosts a `no_proxy` value sends direct."""
 
     def __init__(self, value: str) -> None:
+        self.value = value
+        """The variable as written."""
         self.everything = False
         self._names: list[tuple[str, int | None]] = []
         self._networks: list[tuple[_Network, int | None]] = []

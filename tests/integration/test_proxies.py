@@ -255,6 +255,10 @@ def test_doctor_asks_through_the_environments_proxy_and_masks_it(
         f"OK   connection own: {tls_sim.url}/v1/models answers HTTP 401 through the proxy "
         f"socks5h://alice:***@127.0.0.1:{proxy.port}: the OpenAI-compatible API is there"
     ) in output, output
+    assert (
+        f"OK   proxy: https:// upstreams through http://alice:***@127.0.0.1:{proxy.port}; "
+        "http:// upstreams direct"
+    ) in output, output
     assert PASSWORD not in output
     assert proxy.routes()[before:] == [f"localhost:{tls_sim.port}"] * 2
 

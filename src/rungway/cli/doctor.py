@@ -18,6 +18,7 @@ import binascii
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +41,7 @@ from rungway.config import (
 )
 from rungway.credentials.secrets import connection_proxy, open_store, read_secrets
 from rungway.credentials.store import CredentialStore, StoredCredential, StoreError
+from rungway.egress import BadProxy, ProxyEnvironment
 from rungway.ledger.journal import journal_path
 from rungway.ledger.sqlite import SCHEMA_VERSION
 from rungway.routing.rungs import Rung
@@ -64,6 +66,7 @@ def doctor(
         ledger = settings.ledger.path or default_ledger_path()
         findings.extend(ledger_findings(ledger))
         findings.extend(store_findings(settings, secrets, ledger, timeout))
+        findings.extend(proxy_findings(os.environ))
         store = _store(settings, findings)
         proxies = {c.id: connection_proxy(c.id, secrets) for c in settings.connections}
         probes = probe_all(settings.connections, timeout, proxies=proxies)
@@ -103,6 +106,24 @@ def check_config(path: Path) -> tuple[list[Finding], Settings | None, dict[str, 
     findings.extend(budget_findings(settings.ladder))
     # With unreadable credentials (reported above) token expiry is not checked.
     return findings, settings, secrets
+
+
+def proxy_findings(environ: Mapping[str, str]) -> list[Finding]:
+    """Where the environment's proxy variables send upstream requests (none when unset; a
+    connection's own `proxy:` shows in its probe's finding)."""
+    try:
+        environment = ProxyEnvironment.read(environ)
+    except BadProxy:
+        return []  # the credentials finding names it
+    if environment.http is None and environment.https is None:
+        return []
+    said = [
+        f"{scheme}:// upstreams {'direct' if proxy is None else f'through {proxy}'}"
+        for scheme, proxy in (("https", environment.https), ("http", environment.http))
+    ]
+    if environment.bypass is not None:
+        said.append(f"no_proxy {environment.bypass.value}")
+    return [Finding(Level.OK, "proxy", "; ".join(said))]
 
 
 def budget_findings(ladder: LadderSettings) -> list[Finding]:
