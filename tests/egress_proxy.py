@@ -12,9 +12,10 @@ from types import TracebackType
 from typing import Self
 
 # pproxy's command line installs uvloop and then asks for an event loop that uvloop's
-# policy does not make; hidden, pproxy runs on asyncio's own loop.
+# policy does not make; hidden, pproxy runs on asyncio's own loop, set beforehand.
 _SERVE = (
-    "import sys; sys.modules['uvloop'] = None; sys.argv = ['pproxy', *sys.argv[1:]];"
+    "import asyncio, sys; sys.modules['uvloop'] = None; sys.argv = ['pproxy', *sys.argv[1:]];"
+    "asyncio.set_event_loop(asyncio.new_event_loop());"
     "from pproxy.server import main; main()"
 )
 
