@@ -48,8 +48,9 @@ from rungway.whatif.policies import (
 from rungway.whatif.synthetic import PROFILES, generate
 from rungway.whatif.trace import Trace, TraceError
 
-out = Console()
-err = Console(stderr=True)
+# No emoji codes: a flag echoed back, such as `plan:x:5h`, must not show `:x:` as a cross.
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 _PROGRESS_FROM = 5_000
 """Traces at least this long (times the policies) show a progress bar."""
 

@@ -100,6 +100,7 @@ def test_a_jsonl_trace_and_window_flags_make_a_table(config: Path, tmp_path: Pat
         (["--synthetic", "steady", "--plan", "nope=claude-pro"], "no connection 'nope'"),
         (["--synthetic", "steady", "--window", "plan:5h:5h:45"], "CONN:NAME:LENGTH"),
         (["--synthetic", "steady", "--window", "plan:5h:5x:45:requests"], "LENGTH '5x'"),
+        (["--synthetic", "steady", "--window", "plan:x:1e15:4:requests"], "plan:x:1e15:4"),
         (["--synthetic", "steady", "--window", "plan:5h:5h:45:messages"], "UNIT must be"),
         (["--synthetic", "steady", "--window", "plan:5h:5h:-1:requests"], "capacity must"),
         (["--synthetic", "steady", "--window", "plan:5h:5h:4:requests:weekly"], "ALIGNMENT"),
