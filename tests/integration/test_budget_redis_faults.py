@@ -17,7 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
+from redis.backoff import NoBackoff
 from redis.exceptions import ResponseError
+from redis.retry import Retry
 
 from rungway.budget import Reservation, Shortfall
 from rungway.budget.period import period_start
@@ -50,6 +53,30 @@ def figures(server: PrivateRedis) -> tuple[float, float]:
         int(spent) / NANO if spent is not None else float("nan"),
         int(held) / NANO if held is not None else 0.0,
     )
+
+
+def sleeping(server: PrivateRedis, seconds: float) -> threading.Thread:
+    """Make Redis answer nobody for `seconds` (another client's DEBUG SLEEP), returning
+    once it has stopped answering; join the thread to wait for it to wake."""
+    probe = redis.Redis(
+        port=server.port,
+        socket_timeout=0.05,
+        socket_connect_timeout=0.05,
+        retry=Retry(NoBackoff(), 0),
+    )
+    probe.ping()  # connected before Redis sleeps
+    busy = server.client()
+    sleeper = threading.Thread(target=busy.execute_command, args=("DEBUG", "SLEEP", seconds))
+    sleeper.start()
+    try:
+        while True:
+            try:
+                probe.ping()
+            except redis.TimeoutError:
+                return sleeper
+            time.sleep(0.01)
+    finally:
+        probe.close()
 
 
 def ledger_spent(ledger: Ledger) -> float:
@@ -126,16 +153,12 @@ def test_a_reserve_whose_reply_came_too_late_leaves_no_hold(tmp_path: Path) -> N
             assert isinstance(await budget.reserve(Rung.CHEAP, None, 0.1, NOW), Reservation)
             # Another client keeps Redis busy past the reserve's 0.5 s timeout; Redis runs
             # the reserves it already read once it is free again.
-            busy = server.client()
-            sleeper = threading.Thread(target=busy.execute_command, args=("DEBUG", "SLEEP", "1.2"))
-            sleeper.start()
-            await asyncio.sleep(0.1)
+            sleeper = await asyncio.to_thread(sleeping, server, 1.5)
             timed_out = await asyncio.gather(
                 *(budget.reserve(Rung.CHEAP, None, 0.1, NOW) for _ in range(8))
             )
             assert not any(isinstance(each, Reservation) for each in timed_out)
             await asyncio.to_thread(sleeper.join)
-            busy.close()
             await until(lambda: link.up and not budget.pending)
             # Only the first hold is still open: the budget takes the rest at once.
             assert figures(server)[1] == pytest.approx(0.1)
