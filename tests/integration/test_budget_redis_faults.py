@@ -65,8 +65,15 @@ def sleeping(server: PrivateRedis, seconds: float) -> threading.Thread:
         retry=Retry(NoBackoff(), 0),
     )
     probe.ping()  # connected before Redis sleeps
-    busy = server.client()
-    sleeper = threading.Thread(target=busy.execute_command, args=("DEBUG", "SLEEP", seconds))
+
+    def sleep() -> None:
+        busy = server.client()
+        try:
+            busy.execute_command("DEBUG", "SLEEP", seconds)  # type: ignore[no-untyped-call]
+        finally:
+            busy.close()
+
+    sleeper = threading.Thread(target=sleep)
     sleeper.start()
     try:
         while True:
