@@ -47,9 +47,10 @@ def record_answer(scenario: Scenario) -> bytes:
         body = {"model": model, "project": project, "request": gemini}
         headers = {"authorization": f"Bearer {scenario.auth.token or ''}"}
     else:
-        path, body = "/v1/chat/completions", {"model": model, "max_tokens": 64}
+        path = "/api/coding/paas/v4" if scenario.api == "glm" else "/v1"
+        path, body = f"{path}/chat/completions", {"model": model, "max_tokens": 64}
         headers = {"authorization": f"Bearer {scenario.auth.token or ''}"}
-    if scenario.api in ("anthropic", "openai", "responses"):
+    if scenario.api in ("anthropic", "openai", "responses", "glm"):
         body["messages"] = [{"role": "user", "content": prompt}]
     with SimUpstream(scenario) as sim:
         request = urllib.request.Request(

@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rungway.sim.faults import Fault
 from rungway.sim.oauth.token_spec import OAuthSpec
 
-ApiKind = Literal["anthropic", "openai", "responses", "gemini", "code-assist"]
+ApiKind = Literal["anthropic", "openai", "responses", "gemini", "code-assist", "glm"]
 GOOGLE_APIS = frozenset({"gemini", "code-assist"})  # the Gemini API and Gemini Code Assist
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
 WindowUnit = Literal["tokens", "requests", "input_tokens", "output_tokens"]
-UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter"]
+UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter", "glm"]
 CreditReset = Literal["daily", "weekly", "monthly"]
 
 

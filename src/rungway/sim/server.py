@@ -33,6 +33,7 @@ from rungway.sim.wire.anthropic_api import AnthropicApi
 from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.code_assist import CodeAssistApi
 from rungway.sim.wire.gemini_api import GeminiApi
+from rungway.sim.wire.glm import GlmApi
 from rungway.sim.wire.openai_api import OpenAIApi
 from rungway.sim.wire.responses_api import ResponsesApi
 from rungway.sim.wire.serving import ServedReply
@@ -105,7 +106,7 @@ class SimUpstream:
         elif scenario.api == "code-assist":
             self._api = CodeAssistApi(scenario, self._book, self._faults, self.tally)
         else:
-            openai_api = ResponsesApi if scenario.api == "responses" else OpenAIApi
+            openai_api = {"responses": ResponsesApi, "glm": GlmApi}.get(scenario.api, OpenAIApi)
             self._api = openai_api(
                 scenario, clock, self._book, self._faults, self.tally, billing=self._ledger
             )

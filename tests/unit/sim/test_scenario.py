@@ -30,6 +30,7 @@ def test_the_builtin_scenarios_ship_and_load() -> None:
         "copilot-seat",
         "gemini-api",
         "gemini-code-assist",
+        "glm-plan",
         "local-ollama",
         "openrouter",
     ]

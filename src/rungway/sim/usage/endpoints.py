@@ -10,6 +10,7 @@ from rungway.sim.usage.claude import claude_usage
 from rungway.sim.usage.codex import codex_usage
 from rungway.sim.usage.copilot import copilot_usage
 from rungway.sim.usage.gemini import gemini_quota
+from rungway.sim.usage.glm import glm_quota
 from rungway.sim.usage.openrouter import openrouter_key
 from rungway.sim.usage.reads import SimUsageEndpoint
 
@@ -34,6 +35,8 @@ def build_usage_endpoint(
         return copilot_usage(scenario, book)
     if kind == "gemini":
         return gemini_quota(scenario, book)
+    if kind == "glm":
+        return glm_quota(scenario, book)
     if kind == "openrouter" and ledger is not None:
         return openrouter_key(scenario, book, ledger)
     return None

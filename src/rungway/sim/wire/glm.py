@@ -1,0 +1,83 @@
+"""The GLM Coding Plan's OpenAI Chat endpoint as a simulated upstream serves it.
+
+Routes: `POST /api/coding/paas/v4/chat/completions` and `GET /api/coding/paas/v4/models`
+(Z.ai's plan endpoint; `open.bigmodel.cn` serves the same paths in China). Replies,
+streams and usage are OpenAI's; the plan key is sent as `Authorization: Bearer`.
+
+Refusals are Z.ai's: every quota and rate error is HTTP 429 with a business code,
+`{"error":{"code":"<code>","message":"..."}}`. A spent 5-hour window answers 1308 with
+the reset as UTC+8 wall-clock time in Chinese, as recorded; a spent weekly or monthly
+window answers 1310 with an ISO instant. The general pay-as-you-go endpoint
+(`/api/paas/v4/chat/completions`) answers a plan key 429 1113, as Z.ai does: the plan
+serves only its coding endpoint.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import orjson
+
+from rungway.sim.exchange import RecordedRequest, Reply
+from rungway.sim.quota.windows import Admission
+from rungway.sim.wire.openai_api import OpenAIApi, OpenAIDialect
+from rungway.sim.wire.serving import GenerationRequest
+
+BASE = "/api/coding/paas/v4"
+GENERAL_CHAT = "/api/paas/v4/chat/completions"
+_CHINA_TIME = timezone(timedelta(hours=8))
+_FIVE_HOURS_S = 5 * 3600.0
+
+
+def business_error(code: str, message: str) -> Reply:
+    """Z.ai's 429 with a business code."""
+    return Reply(429, orjson.dumps({"error": {"code": code, "message": message}}))
+
+
+def spent_reply(admission: Admission) -> Reply:
+    """The 429 for a request a spent window refuses, naming the window and its reset."""
+    binding = max(admission.rejected, key=lambda reading: reading.reset_at)
+    reset = datetime.fromtimestamp(binding.reset_at, UTC)
+    if binding.spec.length_s <= _FIVE_HOURS_S:
+        wall = reset.astimezone(_CHINA_TIME).strftime("%Y-%m-%d %H:%M:%S")
+        hours = max(1, round(binding.spec.length_s / 3600))
+        return business_error("1308", f"已达到 {hours} 小时的使用上限。您的限额将在 {wall} 重置。")
+    instant = reset.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return business_error(
+        "1310", f"Weekly/Monthly Limit Exhausted. Your limit will reset at {instant}"
+    )
+
+
+class GlmDialect(OpenAIDialect):
+    """OpenAI Chat requests and replies, with Z.ai's business-code refusals."""
+
+    def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
+        """1308/1310 for a spent window, else 1302 (too many requests at once)."""
+        if admission.rejected:
+            return spent_reply(admission)
+        return business_error(
+            "1302",
+            "High concurrency usage of this API, please reduce concurrency or contact "
+            "customer service to increase limits",
+        )
+
+
+class GlmApi(OpenAIApi):
+    """The plan's coding endpoint; the general endpoint refuses the plan key."""
+
+    dialect_class = GlmDialect
+    generation_paths = frozenset({f"{BASE}/chat/completions"})
+
+    def route(self, request: RecordedRequest) -> Reply:
+        """The model list, the general endpoint's refusal, else a 404."""
+        if request.method == "GET" and request.path == f"{BASE}/models":
+            return self._list_models(request)
+        if request.method == "POST" and request.path == GENERAL_CHAT:
+            refused = self._dialect.authenticate(request)
+            if refused is not None:
+                return refused
+            return business_error(
+                "1113", "Insufficient balance or no resource package. Please recharge."
+            )
+        body = {"timestamp": 0, "status": 404, "error": "Not Found", "path": request.path}
+        return Reply(404, orjson.dumps(body))
