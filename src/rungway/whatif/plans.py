@@ -131,5 +131,12 @@ KNOWN_PLANS: dict[str, tuple[PlanWindow, ...]] = {
     # premium requests a month, reset on the 1st at 00:00 UTC; a month is taken as 30 days
     # on a fixed grid, as windows here have one length.
     "copilot-pro": (PlanWindow("month", 30 * _DAY, 300, "requests", "fixed"),),
+    # https://docs.z.ai/devpack/faq: the GLM Coding Plan's Lite "up to ~120 prompts every 5
+    # hours", Pro "~600", Max "~2400"; the 5-hour window starts at the first prompt (its
+    # quota endpoint gives it no reset until then). Its weekly window has no published
+    # size: give one with --window when you know yours.
+    "glm-lite": (PlanWindow("5h", 5 * _HOUR, 120, "requests", "first_use"),),
+    "glm-pro": (PlanWindow("5h", 5 * _HOUR, 600, "requests", "first_use"),),
+    "glm-max": (PlanWindow("5h", 5 * _HOUR, 2400, "requests", "first_use"),),
 }
 """Starting points for known plans. Every capacity is an estimate to calibrate with flags."""
