@@ -16,10 +16,12 @@ from rungway.adapters.base import (
     Connection,
     CredentialHeaders,
     EventKind,
+    UpstreamCall,
     UpstreamRequest,
     retry_after_seconds,
     with_model,
 )
+from rungway.adapters.shape import JSON, RequestShape
 from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.auth import Auth
@@ -40,15 +42,22 @@ from rungway.routing.snapshot import QuotaWindow
 API_VERSION = "2023-06-01"
 _UNSIGNED_THINKING = (b'"signature":""', b'"signature": ""')  # compact and spaced JSON
 OAUTH_BETA = "oauth-2025-04-20"
-_FORWARDED_CLIENT_HEADERS = (
-    "anthropic-beta",
-    "anthropic-version",
-    "anthropic-dangerous-direct-browser-access",
-    "user-agent",
-    "x-app",
-    "x-stainless-",
-    "x-claude-code-",
+ANTHROPIC_SHAPE = RequestShape(
+    forwarded=(
+        "anthropic-beta",
+        "anthropic-version",
+        "anthropic-dangerous-direct-browser-access",
+        "user-agent",
+        "x-app",
+        "x-stainless-",
+        "x-claude-code-",
+    ),
+    key_header="x-api-key",
+    fixed=JSON,
+    defaults=(("anthropic-version", API_VERSION),),
 )
+"""A Messages request: the client's identity and betas passed on, a key in `x-api-key`, a
+plan login's token as a bearer."""
 _STREAM_ERRORS = {
     "overloaded_error": FailureClass.OVERLOADED,
     "rate_limit_error": FailureClass.RATE_LIMITED,
@@ -61,43 +70,33 @@ class AnthropicMessagesAdapter:
     """Messages against an Anthropic-compatible base URL (without `/v1`)."""
 
     api = Api.ANTHROPIC_MESSAGES
+    shape = ANTHROPIC_SHAPE
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
         """POST {base_url}/v1/messages, keeping the client's `?beta=true`."""
-        suffix = "?beta=true" if "beta=true" in query else ""
+        path = "/v1/messages?beta=true" if "beta=true" in call.query else "/v1/messages"
+        body, raw_body = call.body, call.raw_body
         if any(marker in raw_body for marker in _UNSIGNED_THINKING):
             body = _without_unsigned_thinking(body)
             raw_body = orjson.dumps(body)
-        return UpstreamRequest(
-            url=f"{connection.base_url}/v1/messages{suffix}",
-            headers=_headers(connection, client_headers),
-            body=with_model(body, raw_body, upstream_model),
-        )
+        return self._request(call, path, with_model(body, raw_body, call.model))
 
-    def count_tokens_request(
-        self,
-        connection: Connection,
-        *,
-        raw_body: bytes,
-        body: dict[str, Any],
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-    ) -> UpstreamRequest | None:
+    def count_tokens_request(self, call: UpstreamCall) -> UpstreamRequest | None:
         """POST {base_url}/v1/messages/count_tokens."""
-        return UpstreamRequest(
-            url=f"{connection.base_url}/v1/messages/count_tokens",
-            headers=_headers(connection, client_headers),
-            body=with_model(body, raw_body, upstream_model),
-        )
+        body = with_model(call.body, call.raw_body, call.model)
+        return self._request(call, "/v1/messages/count_tokens", body)
+
+    def _request(self, call: UpstreamCall, path: str, body: bytes) -> UpstreamRequest:
+        request = self.shape.request(call, path, body)
+        if call.connection.auth is Auth.OAUTH:
+            # A plan login's token is accepted only with the OAuth beta flag, which is
+            # added to the client's own flags rather than replacing them.
+            headers = request.headers
+            betas = [b.strip() for b in headers.get("anthropic-beta", "").split(",") if b]
+            if OAUTH_BETA not in betas:
+                betas.append(OAUTH_BETA)
+            headers["anthropic-beta"] = ",".join(betas)
+        return request
 
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
         """Map an Anthropic error response (and its quota headers) to a failure class."""
@@ -202,28 +201,6 @@ class AnthropicMessagesWatcher:
                 return EventKind.PREAMBLE
             self._content_seen = True
         return EventKind.CONTENT
-
-
-def _headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
-    headers = {
-        name: value
-        for name, value in client_headers.items()
-        if name.startswith(_FORWARDED_CLIENT_HEADERS)
-    }
-    headers["content-type"] = "application/json"
-    headers.setdefault("anthropic-version", API_VERSION)
-    credential = connection.credential()
-    secret = credential.get_secret_value() if credential is not None else None
-    if connection.auth is Auth.OAUTH:
-        betas = [beta.strip() for beta in headers.get("anthropic-beta", "").split(",") if beta]
-        if OAUTH_BETA not in betas:
-            betas.append(OAUTH_BETA)
-        headers["anthropic-beta"] = ",".join(betas)
-        if secret is not None:
-            headers["authorization"] = f"Bearer {secret}"
-    elif secret is not None:
-        headers["x-api-key"] = secret
-    return headers
 
 
 def _error_object(body: bytes) -> dict[str, Any]:

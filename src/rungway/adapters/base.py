@@ -6,16 +6,20 @@ event by event, and classifies every failure once, into `FailureClass`. It does 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, cast, runtime_checkable
 
 import orjson
-from pydantic import SecretStr
 
+from rungway.adapters.connection import (
+    Connection,
+    CredentialHeaders,
+    ProjectSource,
+    SecretSource,
+)
 from rungway.protocol.api import Api
-from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseEvent
 from rungway.protocol.usage import ReportedUsage
@@ -23,94 +27,55 @@ from rungway.quota.headers import OverageReading
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
 
-
-class SecretSource(Protocol):
-    """A credential that can change while the gateway runs (a renewed OAuth token)."""
-
-    def current(self) -> SecretStr | None:
-        """The secret to send now; never waits."""
-        ...
-
-    async def refresh_after_unauthorized(self, rejected: SecretStr | None) -> str | None:
-        """Renew after the upstream refused `rejected`: None when a retry may go out,
-        otherwise why not, in words for the operator."""
-        ...
-
-
-class ProjectSource(Protocol):
-    """The Google Cloud project a Gemini Code Assist login works in, found by asking the
-    upstream once (`loadCodeAssist`, then `onboardUser` when it names none)."""
-
-    def current(self) -> str | None:
-        """The project id, or None while it is not known; never waits."""
-        ...
-
-    async def discover(self) -> str | None:
-        """The project id, asked for first when not yet known; None when it cannot be
-        found now, with `problem` saying why."""
-        ...
-
-    @property
-    def problem(self) -> str | None:
-        """Why the last discovery found no project (None when it did, or never ran)."""
-        ...
+# The connection's types are part of the contract: importers take them from here.
+__all__ = [
+    "Adapter",
+    "BaseUrlHint",
+    "Connection",
+    "CredentialHeaders",
+    "Enveloped",
+    "ErrorQuota",
+    "EventKind",
+    "HasUsageEndpoint",
+    "OverageHeaders",
+    "ProjectSource",
+    "ProviderEntry",
+    "SecretSource",
+    "StreamOnly",
+    "StreamWatcher",
+    "UpstreamCall",
+    "UpstreamRequest",
+    "any_vendor",
+    "envelope_of",
+    "hint_for_base_url",
+    "reads_error_quota",
+    "reads_overage",
+    "retry_after_seconds",
+    "streams_only",
+    "whole_reply",
+    "with_model",
+]
 
 
 @dataclass(frozen=True, slots=True)
-class Connection:
-    """A configured connection, ready to use: its credential is read and its URL resolved.
+class UpstreamCall:
+    """What an adapter builds one upstream request from: one attempt of one client request
+    on one connection."""
 
-    `secret` is the credential as read at start; a `source` (a stored login that renews
-    itself) supplies the one to send at request time instead.
-    """
-
-    id: str
-    provider: str
-    auth: Auth
-    secret: SecretStr | None
-    base_url: str
-    models: frozenset[str]
-    usage_base_url: str | None = None
-    source: SecretSource | None = None
-    project: ProjectSource | None = None
-    """The Code Assist project the requests name (Gemini Code Assist logins only)."""
-    proxy: str | None = None
-    """The connection's `proxy:` setting: a proxy URL, or `direct`; None leaves the choice
-    to the environment's proxy variables."""
-
-    def credential(self) -> SecretStr | None:
-        """The secret to send upstream now."""
-        return self.source.current() if self.source is not None else self.secret
-
-
-class CredentialHeaders(Mapping[str, str]):
-    """Request headers whose `authorization` is read from the connection at each use.
-
-    A usage endpoint is polled for as long as the gateway runs, so its headers must carry
-    the token that is current at each poll, not the one read at start.
-    """
-
-    __slots__ = ("_connection", "_fixed", "_scheme")
-
-    def __init__(self, connection: Connection, scheme: str, fixed: Mapping[str, str]) -> None:
-        self._connection = connection
-        self._scheme = scheme
-        self._fixed = dict(fixed)
-
-    def _now(self) -> dict[str, str]:
-        secret = self._connection.credential()
-        if secret is None:
-            return self._fixed
-        return {"authorization": f"{self._scheme} {secret.get_secret_value()}", **self._fixed}
-
-    def __getitem__(self, name: str) -> str:
-        return self._now()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._now())
-
-    def __len__(self) -> int:
-        return len(self._now())
+    connection: Connection
+    model: str
+    """The model's name at this upstream."""
+    body: dict[str, Any]
+    """The request in the adapter's API (translated when the client spoke another)."""
+    raw_body: bytes
+    """`body` as bytes, forwarded unchanged when nothing in it needs rewriting, so fields
+    the gateway does not know survive byte for byte."""
+    client_headers: Mapping[str, str]
+    """The client's request headers, lower-cased; each family forwards its own few."""
+    stream: bool
+    """Whether the client asked for a stream."""
+    query: str = ""
+    """The client's query string (`beta=true` on Claude Code's Messages requests)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,32 +121,11 @@ class Adapter(Protocol):
 
     api: Api
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
-        """The upstream request for a client request that speaks this adapter's API.
-
-        `raw_body` is forwarded unchanged when nothing in it needs rewriting, so fields the
-        gateway does not know survive byte for byte.
-        """
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        """The upstream request for a client request that speaks this adapter's API."""
         ...
 
-    def count_tokens_request(
-        self,
-        connection: Connection,
-        *,
-        raw_body: bytes,
-        body: dict[str, Any],
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-    ) -> UpstreamRequest | None:
+    def count_tokens_request(self, call: UpstreamCall) -> UpstreamRequest | None:
         """The upstream token-count request, or None when this API has no such endpoint."""
         ...
 
@@ -202,6 +146,35 @@ class Adapter(Protocol):
     def watch_stream(self, *, strip_usage_chunk: bool) -> StreamWatcher:
         """A fresh watcher for one stream."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderEntry:
+    """One provider's row in the registry: its adapter, where it is by default, and why it
+    lacks a billing catalog entry or a genai-prices id when it does."""
+
+    adapter: Adapter
+    default_base_url: str | None
+    without_catalog_entry: str | None = None
+    """Why the billing catalog has no entry for it (None: it has one)."""
+    without_price_id: str | None = None
+    """Why genai-prices has no provider id for it (None: it has one)."""
+
+
+_ANY_VENDOR = "any vendor's endpoint, whose terms rungway cannot know"
+
+
+def any_vendor(adapter: Adapter) -> ProviderEntry:
+    """The row of a `*-compatible` provider: any endpoint that speaks `adapter`'s API, at a
+    base URL the connection must give, with neither a catalog entry nor a price id."""
+    return ProviderEntry(
+        adapter,
+        None,
+        without_catalog_entry=(
+            f"{_ANY_VENDOR}: `unknown`, counted as metered, unless `billing:` says"
+        ),
+        without_price_id=f"{_ANY_VENDOR}: priced by model name alone",
+    )
 
 
 def with_model(body: dict[str, Any], raw_body: bytes, model: str) -> bytes:

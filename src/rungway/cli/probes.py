@@ -28,8 +28,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
 from rungway.adapters.base import hint_for_base_url
-from rungway.adapters.codex import CodexAdapter
-from rungway.adapters.gemini_code_assist import GeminiCodeAssistAdapter
+from rungway.adapters.codex.adapter import CodexAdapter
+from rungway.adapters.gemini.code_assist import GeminiCodeAssistAdapter
 from rungway.adapters.registry import provider_entry
 from rungway.cli.findings import Finding, Level
 from rungway.config import ConnectionConfig, TimeoutSettings

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from rungway.adapters.base import (
+    UpstreamCall,
     UpstreamRequest,
     envelope_of,
     streams_only,
@@ -125,16 +125,17 @@ class Engine:
         """Forward a token count to the first route that has the endpoint, or return None."""
         for route in plan.routes:
             request = route.adapter.count_tokens_request(
-                route.connection,
-                raw_body=call.raw_body,
-                body=call.body,
-                upstream_model=route.target.model,
-                client_headers=call.headers,
+                UpstreamCall(
+                    route.connection,
+                    route.target.model,
+                    call.body,
+                    call.raw_body,
+                    call.headers,
+                    stream=False,
+                )
             )
             if request is None:
                 continue
-            if route.connection.proxy is not None:
-                request = replace(request, proxy=route.connection.proxy)
             try:
                 response = await self._transport.send(request)
                 body = await response.read()
@@ -194,17 +195,16 @@ class Engine:
         if translation is not None:
             sent, sent_raw = translation.upstream_body(route.adapter.api, route.target.model)
         request = route.adapter.build_request(
-            route.connection,
-            body=sent,
-            raw_body=sent_raw,
-            upstream_model=route.target.model,
-            client_headers=call.headers,
-            query=call.query,
+            UpstreamCall(
+                route.connection,
+                route.target.model,
+                sent,
+                sent_raw,
+                call.headers,
+                call.stream,
+                call.query,
+            )
         )
-        if route.connection.proxy is not None:
-            # The adapter builds the API's side of the request; the connection's own proxy
-            # travels with it to the transport.
-            request = replace(request, proxy=route.connection.proxy)
         # Priced from what goes upstream (translation and thinking can raise the output
         # limit); a second try's hold replaces its first attempt's.
         shortfall = await trail.hold(route, sent, len(request.body))

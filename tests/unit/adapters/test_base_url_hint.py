@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from rungway.adapters.base import hint_for_base_url
-from rungway.adapters.openai_errors import has_version_path
+from rungway.adapters.openai.errors import has_version_path
 from rungway.adapters.registry import provider_entry
 
 INVALID_URL = orjson.dumps(

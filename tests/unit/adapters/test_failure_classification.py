@@ -11,7 +11,7 @@ from multidict import CIMultiDict
 
 from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Adapter
-from rungway.adapters.openai_chat import OpenAIChatAdapter
+from rungway.adapters.openai.chat import OpenAIChatAdapter
 from rungway.protocol.failures import FailureClass
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

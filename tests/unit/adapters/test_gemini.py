@@ -16,13 +16,14 @@ from google.genai import types
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection, EventKind
-from rungway.adapters.gemini import GeminiAdapter
+from rungway.adapters.gemini.api import GeminiAdapter
 from rungway.protocol.api import Api
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
 from rungway.protocol.sse import SseSplitter
 from rungway.protocol.usage import ReportedUsage
 from rungway.routing.snapshot import WindowStatus
+from tests.unit.adapters.calls import call_of
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "gemini"
 KEY = Connection(
@@ -131,12 +132,12 @@ def test_the_model_and_method_go_in_the_url_and_the_gateway_keys_leave_the_body(
 ) -> None:
     body = {**REQUEST, "model": "free/gemini-2.5-flash", "stream": stream}
     request = ADAPTER.build_request(
-        KEY,
-        body=body,
-        raw_body=orjson.dumps(body),
-        upstream_model="gemini-2.5-flash",
-        client_headers={"user-agent": "GeminiCLI/1.0", "x-goog-api-key": "client-key"},
-        query="",
+        call_of(
+            KEY,
+            body,
+            model="gemini-2.5-flash",
+            headers={"user-agent": "GeminiCLI/1.0", "x-goog-api-key": "client-key"},
+        )
     )
     assert request.url == f"{KEY.base_url}{url}"
     assert orjson.loads(request.body) == REQUEST  # unknown fields kept, values unchanged
@@ -147,13 +148,7 @@ def test_the_model_and_method_go_in_the_url_and_the_gateway_keys_leave_the_body(
 
 def test_count_tokens_posts_to_the_models_count_method() -> None:
     body = {"contents": REQUEST["contents"], "model": "gemini-2.5-flash", "stream": False}
-    request = ADAPTER.count_tokens_request(
-        KEY,
-        raw_body=orjson.dumps(body),
-        body=body,
-        upstream_model="gemini-2.5-flash",
-        client_headers={},
-    )
+    request = ADAPTER.count_tokens_request(call_of(KEY, body, model="gemini-2.5-flash"))
     assert request is not None
     assert request.url == f"{KEY.base_url}/models/gemini-2.5-flash:countTokens"
     assert orjson.loads(request.body) == {"contents": REQUEST["contents"]}
@@ -163,13 +158,7 @@ def test_count_tokens_posts_to_the_models_count_method() -> None:
 def test_a_count_of_a_whole_request_names_the_upstreams_model(key: str) -> None:
     inner = {"model": "models/my-alias", "contents": REQUEST["contents"]}
     body = {key: inner, "model": "my-alias", "stream": False}
-    request = ADAPTER.count_tokens_request(
-        KEY,
-        raw_body=orjson.dumps(body),
-        body=body,
-        upstream_model="gemini-2.5-flash",
-        client_headers={},
-    )
+    request = ADAPTER.count_tokens_request(call_of(KEY, body, model="gemini-2.5-flash"))
     assert request is not None
     assert request.url == f"{KEY.base_url}/models/gemini-2.5-flash:countTokens"
     sent = orjson.loads(request.body)

@@ -10,13 +10,14 @@ from google.genai import types
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection, EventKind, envelope_of, whole_reply
-from rungway.adapters.gemini import GeminiAdapter
-from rungway.adapters.gemini_code_assist import GeminiCodeAssistAdapter
+from rungway.adapters.gemini.api import GeminiAdapter
+from rungway.adapters.gemini.code_assist import GeminiCodeAssistAdapter
 from rungway.protocol.api import Api
 from rungway.protocol.auth import Auth
 from rungway.protocol.sse import SseSplitter
 from rungway.protocol.usage import ReportedUsage
 from rungway.routing.snapshot import WindowStatus
+from tests.unit.adapters.calls import call_of
 
 BASE = "https://cloudcode-pa.googleapis.com/v1internal"
 ADAPTER = GeminiCodeAssistAdapter()
@@ -81,12 +82,12 @@ def test_the_request_is_wrapped_in_the_envelope_with_the_project(stream: bool, m
     inner = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "x_unknown": [1]}
     body = {**inner, "model": "auto/thrifty", "stream": stream}
     request = ADAPTER.build_request(
-        _connection(),
-        body=body,
-        raw_body=orjson.dumps(body),
-        upstream_model="gemini-2.5-pro",
-        client_headers={"user-agent": "GeminiCLI/0.1.0/gemini-2.5-pro (linux; x64)"},
-        query="",
+        call_of(
+            _connection(),
+            body,
+            model="gemini-2.5-pro",
+            headers={"user-agent": "GeminiCLI/0.1.0/gemini-2.5-pro (linux; x64)"},
+        )
     )
     assert request.url == f"{BASE}{method}"
     sent = orjson.loads(request.body)
@@ -103,13 +104,7 @@ def test_the_request_is_wrapped_in_the_envelope_with_the_project(stream: bool, m
 def test_count_tokens_wraps_the_contents_with_the_model() -> None:
     contents = [{"role": "user", "parts": [{"text": "hi"}]}]
     body = {"generateContentRequest": {"contents": contents}, "model": "m", "stream": False}
-    request = ADAPTER.count_tokens_request(
-        _connection(),
-        raw_body=orjson.dumps(body),
-        body=body,
-        upstream_model="gemini-2.5-pro",
-        client_headers={},
-    )
+    request = ADAPTER.count_tokens_request(call_of(_connection(), body, model="gemini-2.5-pro"))
     assert request is not None
     assert request.url == f"{BASE}:countTokens"
     assert orjson.loads(request.body) == {

@@ -6,17 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from multidict import CIMultiDict
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection, ErrorQuota, HasUsageEndpoint
-from rungway.adapters.copilot import CopilotAdapter
-from rungway.adapters.openrouter import OpenRouterAdapter
+from rungway.adapters.copilot.adapter import CopilotAdapter
+from rungway.adapters.openrouter.adapter import OpenRouterAdapter
 from rungway.adapters.registry import provider_entry
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
+from tests.unit.adapters.calls import call_of
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SEAT = Connection(
@@ -29,14 +29,7 @@ ROUTER = Connection(
 
 def _copilot_request(messages: list[dict[str, Any]], **headers: str) -> dict[str, str]:
     body = {"model": "m", "messages": messages}
-    request = CopilotAdapter().build_request(
-        SEAT,
-        body=body,
-        raw_body=orjson.dumps(body),
-        upstream_model="m",
-        client_headers=headers,
-        query="",
-    )
+    request = CopilotAdapter().build_request(call_of(SEAT, body, headers=headers))
     assert request.url == "http://copilot/chat/completions"
     return request.headers
 

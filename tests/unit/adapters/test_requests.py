@@ -9,9 +9,10 @@ from pydantic import SecretStr
 
 from rungway.adapters.anthropic_messages import OAUTH_BETA, AnthropicMessagesAdapter
 from rungway.adapters.base import Connection, EventKind
-from rungway.adapters.openai_chat import OpenAIChatAdapter
+from rungway.adapters.openai.chat import OpenAIChatAdapter
 from rungway.protocol.auth import Auth
 from rungway.protocol.sse import SseSplitter
+from tests.unit.adapters.calls import call_of
 
 PLAN = Connection(
     "plan", "anthropic", Auth.OAUTH, SecretStr("sk-ant-oat01-x"), "http://up", frozenset({"m"})
@@ -27,27 +28,13 @@ LOCAL = Connection("local", "ollama", Auth.NONE, None, "http://up/v1", frozenset
 
 def test_unchanged_model_forwards_the_clients_bytes_exactly() -> None:
     raw = b'{"model":"m","max_tokens":5,"messages":[],"x_unknown":{"kept":1.50}}'
-    request = AnthropicMessagesAdapter().build_request(
-        KEY,
-        body=orjson.loads(raw),
-        raw_body=raw,
-        upstream_model="m",
-        client_headers={},
-        query="",
-    )
+    request = AnthropicMessagesAdapter().build_request(call_of(KEY, orjson.loads(raw), raw=raw))
     assert request.body is raw
 
 
 def test_renamed_model_keeps_every_other_field() -> None:
     raw = b'{"model":"key/m","max_tokens":5,"messages":[],"x_unknown":{"kept":[1,2]}}'
-    request = AnthropicMessagesAdapter().build_request(
-        KEY,
-        body=orjson.loads(raw),
-        raw_body=raw,
-        upstream_model="m",
-        client_headers={},
-        query="",
-    )
+    request = AnthropicMessagesAdapter().build_request(call_of(KEY, orjson.loads(raw), raw=raw))
     assert orjson.loads(request.body) == {**orjson.loads(raw), "model": "m"}
 
 
@@ -65,14 +52,7 @@ def test_thinking_another_provider_made_is_not_sent_back_to_anthropic() -> None:
         {"role": "user", "content": "y"},
     ]
     body = {"model": "m", "max_tokens": 5, "messages": messages}
-    request = AnthropicMessagesAdapter().build_request(
-        KEY,
-        body=body,
-        raw_body=orjson.dumps(body),
-        upstream_model="m",
-        client_headers={},
-        query="",
-    )
+    request = AnthropicMessagesAdapter().build_request(call_of(KEY, body))
     sent = orjson.loads(request.body)
     assert sent["messages"][1]["content"] == assistant[1:]
     assert sent["messages"][0] == messages[0]
@@ -87,12 +67,7 @@ def test_plan_login_uses_bearer_and_the_oauth_beta_next_to_the_clients_betas() -
         "x-api-key": "client-key-for-the-gateway",
     }
     request = AnthropicMessagesAdapter().build_request(
-        PLAN,
-        body={"model": "m"},
-        raw_body=b"{}",
-        upstream_model="m",
-        client_headers=client,
-        query="beta=true",
+        call_of(PLAN, {"model": "m"}, raw=b"{}", headers=client, query="beta=true")
     )
     assert request.url == "http://up/v1/messages?beta=true"
     assert request.headers["authorization"] == "Bearer sk-ant-oat01-x"
@@ -108,9 +83,7 @@ def test_plan_login_uses_bearer_and_the_oauth_beta_next_to_the_clients_betas() -
 
 
 def test_api_key_connection_never_forges_client_identity() -> None:
-    request = AnthropicMessagesAdapter().build_request(
-        KEY, body={"model": "m"}, raw_body=b"{}", upstream_model="m", client_headers={}, query=""
-    )
+    request = AnthropicMessagesAdapter().build_request(call_of(KEY, {"model": "m"}, raw=b"{}"))
     assert request.headers["x-api-key"] == "sk-ant-api03-y"
     assert "authorization" not in request.headers
     assert "user-agent" not in request.headers
@@ -119,14 +92,7 @@ def test_api_key_connection_never_forges_client_identity() -> None:
 
 def test_openai_stream_asks_for_usage_and_marks_the_chunk_for_removal() -> None:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    request = OpenAIChatAdapter().build_request(
-        CHEAP,
-        body=body,
-        raw_body=orjson.dumps(body),
-        upstream_model="m",
-        client_headers={},
-        query="",
-    )
+    request = OpenAIChatAdapter().build_request(call_of(CHEAP, body))
     assert orjson.loads(request.body)["stream_options"] == {"include_usage": True}
     assert request.strip_usage_chunk
     assert request.url == "http://up/v1/chat/completions"
@@ -136,9 +102,7 @@ def test_openai_stream_asks_for_usage_and_marks_the_chunk_for_removal() -> None:
 def test_openai_stream_that_asked_for_usage_keeps_it() -> None:
     body = {"model": "m", "stream": True, "stream_options": {"include_usage": True}}
     raw = orjson.dumps(body)
-    request = OpenAIChatAdapter().build_request(
-        LOCAL, body=body, raw_body=raw, upstream_model="m", client_headers={}, query=""
-    )
+    request = OpenAIChatAdapter().build_request(call_of(LOCAL, body, raw=raw))
     assert request.body is raw
     assert not request.strip_usage_chunk
     assert "authorization" not in request.headers

@@ -21,8 +21,8 @@ from rungway.adapters.base import (
     HasUsageEndpoint,
     UpstreamRequest,
 )
-from rungway.adapters.codex import CodexAdapter, chatgpt_account_id, codex_body
-from rungway.adapters.openai_responses import (
+from rungway.adapters.codex.adapter import CodexAdapter, chatgpt_account_id, codex_body
+from rungway.adapters.openai.responses import (
     OpenAIResponsesAdapter,
     OpenAIResponsesWatcher,
     assemble_response,
@@ -34,6 +34,7 @@ from rungway.protocol.auth import Auth
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.sse import SseSplitter
 from rungway.sim import Scenario, SimUpstream, StreamErrorFault
+from tests.unit.adapters.calls import call_of
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 START = 1_790_000_000.0
@@ -116,12 +117,7 @@ def build(
 ) -> UpstreamRequest:
     raw = orjson.dumps(body)
     return adapter.build_request(
-        connection,
-        body=body,
-        raw_body=raw,
-        upstream_model="gpt-5-codex",
-        client_headers=headers,
-        query="",
+        call_of(connection, body, raw=raw, model="gpt-5-codex", headers=headers)
     )
 
 
@@ -137,16 +133,17 @@ def watch(stream: bytes) -> tuple[OpenAIResponsesWatcher, list[tuple[str, EventK
 def test_api_key_requests_go_to_responses_with_the_clients_bytes() -> None:
     raw = b'{"model":"gpt-5-codex","input":"hi","x_unknown":{"kept":1.50}}'
     request = OpenAIResponsesAdapter().build_request(
-        KEY,
-        body=orjson.loads(raw),
-        raw_body=raw,
-        upstream_model="gpt-5-codex",
-        client_headers={
-            "user-agent": "OpenAI/Python 2.16.0",
-            "x-stainless-lang": "python",
-            "cookie": "no",
-        },
-        query="",
+        call_of(
+            KEY,
+            orjson.loads(raw),
+            raw=raw,
+            model="gpt-5-codex",
+            headers={
+                "user-agent": "OpenAI/Python 2.16.0",
+                "x-stainless-lang": "python",
+                "cookie": "no",
+            },
+        )
     )
     assert request.url == "http://up/v1/responses"
     assert request.body is raw

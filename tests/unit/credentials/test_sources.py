@@ -16,6 +16,7 @@ from rungway.config import parse_settings
 from rungway.credentials.sources import login_sources
 from rungway.credentials.store import KEY_ENV, CredentialStore, StoredCredential
 from rungway.protocol.auth import Auth
+from tests.unit.adapters.calls import call_of
 
 
 class Rotating:
@@ -50,14 +51,7 @@ def test_a_source_wins_over_the_secret_read_at_start_in_requests_and_usage_polls
     assert subscription.credential() == SecretStr("sk-ant-oat01-renewed")
     assert dict(target.headers)["authorization"] == "Bearer sk-ant-oat01-renewed"
     assert dict(target.headers)["anthropic-beta"] == "oauth-2025-04-20"
-    request = adapter.build_request(
-        subscription,
-        body={"model": "m"},
-        raw_body=b'{"model":"m"}',
-        upstream_model="m",
-        client_headers={},
-        query="",
-    )
+    request = adapter.build_request(call_of(subscription, {"model": "m"}, raw=b'{"model":"m"}'))
     assert request.headers["authorization"] == "Bearer sk-ant-oat01-renewed"
 
 

@@ -19,7 +19,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from pydantic import SecretStr
 
@@ -33,6 +32,7 @@ from rungway.protocol.sse import SseSplitter
 from rungway.protocol.usage import ReportedUsage
 from rungway.routing.resolve import Target
 from rungway.routing.rungs import Rung
+from tests.unit.adapters.calls import call_of
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "costs"
 MICRO_DOLLAR = 1e-6
@@ -71,14 +71,7 @@ def _route(case: dict[str, Any]) -> Route:
 def _stream_usage(route: Route, case: dict[str, Any]) -> ReportedUsage:
     """Watch the case's stream as the dispatcher does; check which events the client loses."""
     body: dict[str, Any] = case["client_request"]
-    request = route.adapter.build_request(
-        route.connection,
-        body=body,
-        raw_body=orjson.dumps(body),
-        upstream_model=route.target.model,
-        client_headers={},
-        query="",
-    )
+    request = route.adapter.build_request(call_of(route.connection, body, model=route.target.model))
     watcher = route.adapter.watch_stream(strip_usage_chunk=request.strip_usage_chunk)
     raw = "".join(case["stream"]).encode()
     splitter = SseSplitter()

@@ -8,7 +8,7 @@ import asyncio
 import orjson
 
 from rungway.adapters.base import UpstreamRequest
-from rungway.adapters.openai_chat import OpenAIChatWatcher
+from rungway.adapters.openai.chat import OpenAIChatWatcher
 from rungway.config import TimeoutSettings
 from rungway.engine.relay import StreamRelay
 from rungway.protocol import openai_chat

@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
-from rungway.adapters.codex import CodexAdapter
-from rungway.adapters.gemini import GeminiAdapter
-from rungway.adapters.openai_chat import OpenAIChatAdapter
-from rungway.adapters.openai_responses import OpenAIResponsesAdapter, assemble_response
+from rungway.adapters.codex.adapter import CodexAdapter
+from rungway.adapters.gemini.api import GeminiAdapter
+from rungway.adapters.openai.chat import OpenAIChatAdapter
+from rungway.adapters.openai.responses import OpenAIResponsesAdapter, assemble_response
 from rungway.protocol.sse import SseEvent
 from rungway.protocol.usage import (
     MAX_REPORTED_COST_USD,

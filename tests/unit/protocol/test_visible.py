@@ -12,8 +12,8 @@ import pytest
 
 from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
 from rungway.adapters.base import EventKind
-from rungway.adapters.openai_chat import OpenAIChatAdapter
-from rungway.adapters.openai_responses import OpenAIResponsesAdapter
+from rungway.adapters.openai.chat import OpenAIChatAdapter
+from rungway.adapters.openai.responses import OpenAIResponsesAdapter
 from rungway.clock import FakeClock
 from rungway.protocol import visible
 from rungway.protocol.sse import SseSplitter

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from rungway.adapters.base import Connection, UpstreamRequest
-from rungway.adapters.openai_chat import OpenAIChatAdapter
+from rungway.adapters.base import Connection, UpstreamCall, UpstreamRequest
+from rungway.adapters.openai.chat import OPENAI_SHAPE, OpenAIChatAdapter
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota.poller import PollTarget
 from rungway.quota.usage import read_copilot_user
@@ -23,45 +23,34 @@ from rungway.routing.snapshot import QuotaWindow
 
 GITHUB_API = "https://api.github.com"
 API_VERSION = "2025-04-01"
-_EDITOR_HEADERS = {
-    "copilot-integration-id": "vscode-chat",
-    "editor-version": "vscode/1.95.0",
-    "editor-plugin-version": "copilot-chat/0.26.7",
-    "openai-intent": "conversation-panel",
-    "x-github-api-version": API_VERSION,
-}
-_DEFAULT_USER_AGENT = "GitHubCopilotChat/0.26.7"
+COPILOT_SHAPE = replace(
+    OPENAI_SHAPE,
+    fixed=(
+        *OPENAI_SHAPE.fixed,
+        ("copilot-integration-id", "vscode-chat"),
+        ("editor-version", "vscode/1.95.0"),
+        ("editor-plugin-version", "copilot-chat/0.26.7"),
+        ("openai-intent", "conversation-panel"),
+        ("x-github-api-version", API_VERSION),
+    ),
+    defaults=(("user-agent", "GitHubCopilotChat/0.26.7"),),
+)
+"""An OpenAI request with the editor identity Copilot's own clients send."""
 
 
 class CopilotAdapter(OpenAIChatAdapter):
     """Chat Completions at a Copilot API base URL (`https://api.githubcopilot.com`)."""
 
     versioned_base_url = False
+    shape = COPILOT_SHAPE
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
-        """The OpenAI-compatible request, with the editor headers Copilot expects."""
-        request = super().build_request(
-            connection,
-            body=body,
-            raw_body=raw_body,
-            upstream_model=upstream_model,
-            client_headers=client_headers,
-            query=query,
-        )
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        """The OpenAI-compatible request, saying who started the turn and whether it shows
+        an image."""
+        request = super().build_request(call)
         headers = request.headers
-        headers.update(_EDITOR_HEADERS)
-        headers.setdefault("user-agent", _DEFAULT_USER_AGENT)
-        headers["x-initiator"] = _initiator(body)
-        if _has_image(body):
+        headers["x-initiator"] = _initiator(call.body)
+        if _has_image(call.body):
             headers["copilot-vision-request"] = "true"
         return request
 

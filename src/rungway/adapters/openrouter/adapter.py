@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rungway.adapters.base import Connection, retry_after_seconds
-from rungway.adapters.openai_chat import OpenAIChatAdapter
+from rungway.adapters.openai.chat import OpenAIChatAdapter
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota import read_openrouter_error
 from rungway.quota.poller import PollTarget

@@ -22,8 +22,9 @@ from typing import Any, Final
 
 import orjson
 
-from rungway.adapters.base import Connection, EventKind, UpstreamRequest
-from rungway.adapters.gemini_errors import classify_google_failure, error_of, stream_failure
+from rungway.adapters.base import Connection, EventKind, UpstreamCall, UpstreamRequest
+from rungway.adapters.gemini.errors import classify_google_failure, error_of, stream_failure
+from rungway.adapters.shape import RequestShape
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure
 from rungway.protocol.sse import SseEvent
@@ -33,7 +34,11 @@ from rungway.routing.snapshot import QuotaWindow
 
 GATEWAY_KEYS: Final = frozenset({"model", "stream"})
 """The two keys rungway adds to a Gemini body from the URL; never sent upstream."""
-_FORWARDED_CLIENT_HEADERS = ("user-agent", "x-goog-api-client")
+GOOGLE_SHAPE = RequestShape(
+    forwarded=("user-agent", "x-goog-api-client"), key_header="x-goog-api-key"
+)
+"""A Google request: the SDK's identity passed on, a key in `x-goog-api-key`, a login's
+token as a bearer."""
 # Parts a user sees besides text; a bare `thoughtSignature` or an empty text is not one.
 _VISIBLE_PARTS = frozenset(
     {"functionCall", "inlineData", "fileData", "executableCode", "codeExecutionResult"}
@@ -44,41 +49,20 @@ class GeminiAdapter:
     """generateContent and streamGenerateContent against a Gemini API base URL."""
 
     api = Api.GEMINI
+    shape = GOOGLE_SHAPE
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
         """POST {base_url}/models/{model}:generateContent (or the streaming method)."""
         # The body always carries the gateway's two keys, so the bytes are never the
         # client's as they stand: one re-encode, without them.
-        return UpstreamRequest(
-            url=model_url(connection.base_url, upstream_model, streaming(body)),
-            headers=_headers(connection, client_headers),
-            body=orjson.dumps(wire_body(body)),
+        return self.shape.request(
+            call, model_path(call.model, call.stream), orjson.dumps(wire_body(call.body))
         )
 
-    def count_tokens_request(
-        self,
-        connection: Connection,
-        *,
-        raw_body: bytes,
-        body: dict[str, Any],
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-    ) -> UpstreamRequest | None:
+    def count_tokens_request(self, call: UpstreamCall) -> UpstreamRequest | None:
         """POST {base_url}/models/{model}:countTokens."""
-        return UpstreamRequest(
-            url=f"{connection.base_url}/models/{upstream_model}:countTokens",
-            headers=_headers(connection, client_headers),
-            body=orjson.dumps(count_body(body, upstream_model)),
-        )
+        body = orjson.dumps(count_body(call.body, call.model))
+        return self.shape.request(call, f"/models/{call.model}:countTokens", body)
 
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
         """Map a Google error response to a failure class (see `gemini_errors`)."""
@@ -146,11 +130,6 @@ class GeminiWatcher:
         return EventKind.CONTENT
 
 
-def streaming(body: Mapping[str, Any]) -> bool:
-    """Whether the client asked for the streaming method (the gateway's `stream` key)."""
-    return body.get("stream") is True
-
-
 def wire_body(body: Mapping[str, Any]) -> dict[str, Any]:
     """The body as Google takes it: without the gateway's `model` and `stream`."""
     return {key: value for key, value in body.items() if key not in GATEWAY_KEYS}
@@ -167,11 +146,11 @@ def count_body(body: Mapping[str, Any], model: str) -> dict[str, Any]:
     return wire
 
 
-def model_url(base_url: str, model: str, stream: bool) -> str:
-    """The generation URL of `model` under a Gemini API base URL."""
+def model_path(model: str, stream: bool) -> str:
+    """The generation path of `model` under a Gemini API base URL."""
     if stream:
-        return f"{base_url}/models/{model}:streamGenerateContent?alt=sse"
-    return f"{base_url}/models/{model}:generateContent"
+        return f"/models/{model}:streamGenerateContent?alt=sse"
+    return f"/models/{model}:generateContent"
 
 
 def finishes(chunk: Mapping[str, Any]) -> bool:
@@ -234,16 +213,3 @@ def gemini_error_windows(
         minute = read_gemini_minute_window(status, body, now=now)
         windows = () if minute is None else (minute,)
     return tuple(w if w.model is not None else replace(w, model=model) for w in windows)
-
-
-def _headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
-    headers = {
-        name: value
-        for name, value in client_headers.items()
-        if name.startswith(_FORWARDED_CLIENT_HEADERS)
-    }
-    headers["content-type"] = "application/json"
-    credential = connection.credential()
-    if credential is not None:
-        headers["x-goog-api-key"] = credential.get_secret_value()
-    return headers

@@ -21,61 +21,41 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import Connection, CredentialHeaders, UpstreamRequest
-from rungway.adapters.gemini import GeminiAdapter, gemini_error_windows, streaming, wire_body
+from rungway.adapters.base import Connection, CredentialHeaders, UpstreamCall, UpstreamRequest
+from rungway.adapters.gemini.api import GOOGLE_SHAPE, GeminiAdapter, gemini_error_windows, wire_body
+from rungway.adapters.shape import RequestShape
 from rungway.protocol.sse import SseEvent
 from rungway.quota import read_gemini_quota
 from rungway.quota.poller import PollTarget
 from rungway.routing.snapshot import QuotaWindow
 
-_FORWARDED_CLIENT_HEADERS = ("user-agent", "x-goog-api-client")
+CODE_ASSIST_SHAPE = RequestShape(forwarded=GOOGLE_SHAPE.forwarded)
+"""A Google request whose credential, a login's token, goes as a bearer."""
 
 
 class GeminiCodeAssistAdapter(GeminiAdapter):
     """The Gemini API through Code Assist's envelope, at a `.../v1internal` base URL."""
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
-        """POST {base_url}:generateContent (or the streaming method), enveloped."""
-        method = "streamGenerateContent?alt=sse" if streaming(body) else "generateContent"
-        envelope = {
-            "model": upstream_model,
-            "project": _project(connection),
-            "user_prompt_id": uuid.uuid4().hex,
-            "request": wire_body(body),
-        }
-        return UpstreamRequest(
-            url=f"{connection.base_url}:{method}",
-            headers=_headers(connection, client_headers),
-            body=orjson.dumps(envelope),
-        )
+    shape = CODE_ASSIST_SHAPE
 
-    def count_tokens_request(
-        self,
-        connection: Connection,
-        *,
-        raw_body: bytes,
-        body: dict[str, Any],
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-    ) -> UpstreamRequest | None:
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        """POST {base_url}:generateContent (or the streaming method), enveloped."""
+        method = ":streamGenerateContent?alt=sse" if call.stream else ":generateContent"
+        envelope = {
+            "model": call.model,
+            "project": _project(call.connection),
+            "user_prompt_id": uuid.uuid4().hex,
+            "request": wire_body(call.body),
+        }
+        return self.shape.request(call, method, orjson.dumps(envelope))
+
+    def count_tokens_request(self, call: UpstreamCall) -> UpstreamRequest | None:
         """POST {base_url}:countTokens with `{"request": {"model", "contents"}}`."""
+        body = call.body
         inner = body.get("generateContentRequest")
         contents = (inner if isinstance(inner, dict) else body).get("contents", [])
-        payload = {"request": {"model": f"models/{upstream_model}", "contents": contents}}
-        return UpstreamRequest(
-            url=f"{connection.base_url}:countTokens",
-            headers=_headers(connection, client_headers),
-            body=orjson.dumps(payload),
-        )
+        payload = {"request": {"model": f"models/{call.model}", "contents": contents}}
+        return self.shape.request(call, ":countTokens", orjson.dumps(payload))
 
     def unwrap_reply(self, reply: dict[str, Any]) -> dict[str, Any]:
         """The `GenerateContentResponse` inside `{"response": ..., "traceId": ...}`."""
@@ -136,16 +116,3 @@ def _project(connection: Connection) -> str | None:
     # The engine found the project before the attempt (`Connection.project`); without one
     # the upstream answers with its own error, which then says what is wrong.
     return connection.project.current() if connection.project is not None else None
-
-
-def _headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
-    headers = {
-        name: value
-        for name, value in client_headers.items()
-        if name.startswith(_FORWARDED_CLIENT_HEADERS)
-    }
-    headers["content-type"] = "application/json"
-    credential = connection.credential()
-    if credential is not None:
-        headers["authorization"] = f"Bearer {credential.get_secret_value()}"
-    return headers

@@ -23,9 +23,10 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import Connection, CredentialHeaders, UpstreamRequest
-from rungway.adapters.openai_errors import error_object
-from rungway.adapters.openai_responses import OpenAIResponsesAdapter, assemble_response
+from rungway.adapters.base import Connection, CredentialHeaders, UpstreamCall, UpstreamRequest
+from rungway.adapters.openai.errors import error_object
+from rungway.adapters.openai.responses import OpenAIResponsesAdapter, assemble_response
+from rungway.adapters.shape import JSON, RequestShape
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota import (
     OverageReading,
@@ -46,38 +47,32 @@ AUTH_CLAIM = "https://api.openai.com/auth"
 _DROPPED_FIELDS = frozenset(
     {"temperature", "top_p", "top_k", "max_output_tokens", "stream_options"}
 )
-# The first-party client's identity and turn headers, passed on as sent.
-_FORWARDED_CLIENT_HEADERS = (
-    "user-agent",
-    "originator",
-    "session_id",
-    "session-id",
-    "version",
-    "x-codex-",
+CODEX_SHAPE = RequestShape(
+    # The first-party client's identity and turn headers, passed on as sent.
+    forwarded=("user-agent", "originator", "session_id", "session-id", "version", "x-codex-"),
+    fixed=(*JSON, ("accept", "text/event-stream"), ("openai-beta", RESPONSES_BETA)),
+    defaults=(("originator", DEFAULT_ORIGINATOR),),
 )
+"""The backend's headers: the client's identity, SSE, the Responses beta, the token."""
 
 
 class CodexAdapter(OpenAIResponsesAdapter):
     """Responses at a Codex backend base URL (`https://chatgpt.com/backend-api/codex`)."""
 
     versioned_base_url = False
+    shape = CODEX_SHAPE
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
-        """POST {base_url}/responses, always streamed, with the body the backend accepts."""
-        return UpstreamRequest(
-            url=f"{connection.base_url}/responses",
-            headers=codex_headers(connection, client_headers),
-            body=orjson.dumps(codex_body(body, upstream_model)),
-        )
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        """POST {base_url}/responses, always streamed, with the body the backend accepts,
+        naming the token's workspace in `ChatGPT-Account-Id`."""
+        body = orjson.dumps(codex_body(call.body, call.model))
+        request = self.shape.request(call, "/responses", body)
+        credential = call.connection.credential()
+        if credential is not None:
+            account = chatgpt_account_id(credential.get_secret_value())
+            if account is not None:
+                request.headers["chatgpt-account-id"] = account
+        return request
 
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
         """A spent plan is quota exhaustion, a plan that lacks the model is unavailable."""
@@ -159,27 +154,6 @@ def codex_body(body: Mapping[str, Any], model: str) -> dict[str, Any]:
         include.append(ENCRYPTED_REASONING)
     payload["include"] = include
     return payload
-
-
-def codex_headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
-    """The backend's headers: the client's identity, the token, the workspace, SSE."""
-    headers = {
-        name: value
-        for name, value in client_headers.items()
-        if name.startswith(_FORWARDED_CLIENT_HEADERS)
-    }
-    headers.setdefault("originator", DEFAULT_ORIGINATOR)
-    headers["content-type"] = "application/json"
-    headers["accept"] = "text/event-stream"
-    headers["openai-beta"] = RESPONSES_BETA
-    credential = connection.credential()
-    if credential is not None:
-        token = credential.get_secret_value()
-        headers["authorization"] = f"Bearer {token}"
-        account = chatgpt_account_id(token)
-        if account is not None:
-            headers["chatgpt-account-id"] = account
-    return headers
 
 
 @lru_cache(maxsize=32)

@@ -15,12 +15,19 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import Connection, EventKind, UpstreamRequest, with_model
-from rungway.adapters.openai_errors import (
+from rungway.adapters.base import (
+    Connection,
+    EventKind,
+    UpstreamCall,
+    UpstreamRequest,
+    with_model,
+)
+from rungway.adapters.openai.errors import (
     BILLING_CODES,
     classify_openai_failure,
     version_path_hint,
 )
+from rungway.adapters.shape import RequestShape
 from rungway.protocol import visible
 from rungway.protocol.api import Api
 from rungway.protocol.failures import Failure, FailureClass
@@ -30,8 +37,8 @@ from rungway.quota import read_x_ratelimit
 from rungway.routing.snapshot import QuotaWindow
 from rungway.translate.openai_chat_stream import read_usage as read_chat_usage
 
-FORWARDED_CLIENT_HEADERS = ("user-agent", "openai-beta", "x-stainless-")
-"""Client headers passed upstream as sent: the SDK's identity and beta opt-ins."""
+OPENAI_SHAPE = RequestShape(forwarded=("user-agent", "openai-beta", "x-stainless-"))
+"""An OpenAI API request: the SDK's identity and beta opt-ins passed on, the key a bearer."""
 _USAGE = re.compile(rb'"usage"\s*:\s*\{')
 
 
@@ -41,46 +48,26 @@ class OpenAIChatAdapter:
     api = Api.OPENAI_CHAT
     versioned_base_url = True
     """Whether this family's base URLs include a version path (`/v1`); Copilot's do not."""
+    shape = OPENAI_SHAPE
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
         """POST {base_url}/chat/completions, asking a stream to report its usage."""
+        body = call.body
         strip_usage = False
-        if body.get("stream") is True:
+        if call.stream:
             options = body.get("stream_options")
             if not (isinstance(options, dict) and options.get("include_usage") is True):
                 options = options if isinstance(options, dict) else {}
                 body = {**body, "stream_options": {**options, "include_usage": True}}
                 strip_usage = True
         payload = (
-            orjson.dumps({**body, "model": upstream_model})
+            orjson.dumps({**body, "model": call.model})
             if strip_usage
-            else with_model(body, raw_body, upstream_model)
+            else with_model(body, call.raw_body, call.model)
         )
-        return UpstreamRequest(
-            url=f"{connection.base_url}/chat/completions",
-            headers=openai_headers(connection, client_headers),
-            body=payload,
-            strip_usage_chunk=strip_usage,
-        )
+        return self.shape.request(call, "/chat/completions", payload, strip_usage_chunk=strip_usage)
 
-    def count_tokens_request(
-        self,
-        connection: Connection,
-        *,
-        raw_body: bytes,
-        body: dict[str, Any],
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-    ) -> UpstreamRequest | None:
+    def count_tokens_request(self, call: UpstreamCall) -> UpstreamRequest | None:
         """OpenAI-compatible APIs have no token-count endpoint."""
         return None
 
@@ -142,21 +129,6 @@ class OpenAIChatWatcher:
                 return EventKind.PREAMBLE
             self._content_seen = True
         return EventKind.CONTENT
-
-
-def openai_headers(connection: Connection, client_headers: Mapping[str, str]) -> dict[str, str]:
-    """The upstream headers of an OpenAI API request: the forwarded client headers, JSON,
-    and the connection's key as a bearer token."""
-    headers = {
-        name: value
-        for name, value in client_headers.items()
-        if name.startswith(FORWARDED_CLIENT_HEADERS)
-    }
-    headers["content-type"] = "application/json"
-    secret = connection.credential()
-    if secret is not None:
-        headers["authorization"] = f"Bearer {secret.get_secret_value()}"
-    return headers
 
 
 def _stream_failure(data: bytes) -> Failure | None:

@@ -16,9 +16,15 @@ from typing import Any
 
 import orjson
 
-from rungway.adapters.base import Connection, EventKind, UpstreamRequest, with_model
-from rungway.adapters.openai_chat import openai_headers
-from rungway.adapters.openai_errors import (
+from rungway.adapters.base import (
+    Connection,
+    EventKind,
+    UpstreamCall,
+    UpstreamRequest,
+    with_model,
+)
+from rungway.adapters.openai.chat import OPENAI_SHAPE
+from rungway.adapters.openai.errors import (
     classify_openai_failure,
     version_path_hint,
     wait_in_message,
@@ -53,33 +59,14 @@ class OpenAIResponsesAdapter:
     api = Api.OPENAI_RESPONSES
     versioned_base_url = True
     """Whether this family's base URLs include a version path (`/v1`); Codex's do not."""
+    shape = OPENAI_SHAPE
 
-    def build_request(
-        self,
-        connection: Connection,
-        *,
-        body: dict[str, Any],
-        raw_body: bytes,
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-        query: str,
-    ) -> UpstreamRequest:
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
         """POST {base_url}/responses with the client's body (only the model renamed)."""
-        return UpstreamRequest(
-            url=f"{connection.base_url}/responses",
-            headers=openai_headers(connection, client_headers),
-            body=with_model(body, raw_body, upstream_model),
-        )
+        body = with_model(call.body, call.raw_body, call.model)
+        return self.shape.request(call, "/responses", body)
 
-    def count_tokens_request(
-        self,
-        connection: Connection,
-        *,
-        raw_body: bytes,
-        body: dict[str, Any],
-        upstream_model: str,
-        client_headers: Mapping[str, str],
-    ) -> UpstreamRequest | None:
+    def count_tokens_request(self, call: UpstreamCall) -> UpstreamRequest | None:
         """Token counting is not proxied for Responses upstreams."""
         return None
 
