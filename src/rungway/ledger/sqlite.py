@@ -151,7 +151,7 @@ class SqliteLedger:
             reservation_id = settles.id if settles is not None else None
             try:
                 self.journal.settled(reservation_id, values)
-            except (OverflowError, ValueError, TypeError, sqlite3.InterfaceError):
+            except (OverflowError, ValueError, TypeError, sqlite3.ProgrammingError):
                 # A value SQLite cannot store: the row goes on made storable and flagged.
                 log.exception("ledger: row %s is repaired to be written", row.request_id)
                 values = repaired(values, self._columns)

@@ -76,19 +76,18 @@ def test_a_row_sqlite_cannot_store_is_written_flagged_and_the_next_eight_follow(
     assert ledger.stopped_writer() is None
 
 
+@pytest.mark.parametrize(("name", "fields"), UNSTORABLE, ids=[name for name, _ in UNSTORABLE])
 def test_a_paid_row_sqlite_cannot_store_reaches_its_journal_and_the_ledger(
-    ledger: SqliteLedger,
+    ledger: SqliteLedger, name: str, fields: dict[str, Any]
 ) -> None:
     held = Reservation(7, Rung.CHEAP, None, 0.5, 10.0)
     ledger.opened(held)
-    row = request_record(
-        request_id="paid", usage=ReportedUsage(output_tokens=2**63), rung="cheap", cost_usd=0.5
-    )
+    row = request_record(request_id="paid", rung="cheap", cost_usd=0.5, **fields)
     ledger.record(row, settles=held)
     assert _within(5, ledger.flush) is None
     [written] = read_rows(ledger.path)
     assert (written["request_id"], written["cost_usd"]) == ("paid", 0.5)
-    assert written["output_tokens"] == 2**63 - 1
+    assert any(each["outcome"] == REPAIRED for each in written["attempts"])
     assert ledger.journal.open_reservations() == []
 
 
