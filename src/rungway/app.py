@@ -16,11 +16,8 @@ from rungway.adapters.base import Connection, HasUsageEndpoint
 from rungway.adapters.registry import provider_entry
 from rungway.clock import Clock, SystemClock
 from rungway.config import ConfigError, Settings, capability_rows, category_rows
-from rungway.credentials.code_assist import (
-    CodeAssistProject,
-    code_assist_project,
-    discover_projects,
-)
+from rungway.credentials.antigravity_project import login_project
+from rungway.credentials.code_assist import CodeAssistProject, discover_projects
 from rungway.credentials.redaction import install_redaction
 from rungway.credentials.secrets import connection_proxy
 from rungway.credentials.sources import login_sources
@@ -121,12 +118,13 @@ def build_gateway(
             models=frozenset(config.models),
             usage_base_url=config.usage_base_url,
             source=sources.get(config.id),
-            project=code_assist_project(
+            project=login_project(
                 config.provider,
                 _base_url(config.base_url, config.provider),
                 sources.get(config.id),
                 secrets.get(f"connection:{config.id}"),
                 configured=config.project,
+                credits=config.credits,
                 send=token_sender(client, proxies[config.id]),
             ),
             proxy=proxies[config.id],

@@ -33,6 +33,7 @@ from rungway.routing.settings import LadderSettings
 Provider = Literal[
     "anthropic",
     "anthropic-compatible",
+    "antigravity",
     "codex",
     "copilot",
     "deepseek",
@@ -111,6 +112,9 @@ class ConnectionConfig(_Frozen):
     project: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{4,61}[a-z0-9]$")] | None = None
     """The Google Cloud project a Gemini Code Assist login works in, for the tiers that need
     one named (the Gemini CLI's `GOOGLE_CLOUD_PROJECT`); found with `loadCodeAssist` if unset."""
+    credits: bool = False
+    """An Antigravity login spends its Google One AI credits past its quota: the
+    connection then meters to paid, and `auto/subscription` leaves it out."""
     models: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
     proxy: str | CredentialRef | None = None
     """The proxy this connection's model calls, token renewals and usage reads go through:
@@ -150,6 +154,8 @@ class ConnectionConfig(_Frozen):
             raise ValueError(f"provider `{self.provider}` needs a `base_url`")
         if self.project is not None and self.provider != "gemini-code-assist":
             raise ValueError("`project` names a Gemini Code Assist login's Google Cloud project")
+        if self.credits and self.provider != "antigravity":
+            raise ValueError("`credits` spends an Antigravity login's AI credits")
         return self
 
 

@@ -21,7 +21,6 @@ import orjson
 from pydantic import SecretStr
 
 from rungway.credentials.grants import TokenRequest, send_token_request
-from rungway.credentials.manager import TokenManager
 
 log = logging.getLogger("rungway.credentials")
 
@@ -100,32 +99,24 @@ class CodeAssistProject:
 
     async def _find(self) -> str:
         configured = self._configured
-        # As the Gemini CLI asks: a project the user named goes with both calls, the free
-        # tier's onboarding excepted (Google picks that project itself).
-        named: dict[str, Any] = (
-            {} if configured is None else {"cloudaicompanionProject": configured}
-        )
-        metadata = METADATA if configured is None else {**METADATA, "duetProject": configured}
-        loaded = await self._call("loadCodeAssist", {**named, "metadata": metadata})
-        project = _project_id(loaded.get("cloudaicompanionProject"))
+        loaded = await self._call("loadCodeAssist", self.load_request())
+        self.loaded(loaded)
+        project = project_id(loaded.get("cloudaicompanionProject"))
         if project is not None:
             return project
-        if loaded.get("currentTier"):
+        if loaded.get("currentTier") and self.named_project_needed:
             if configured is not None:
                 return configured
             raise _NotFound(
                 "the account's Code Assist tier needs a Google Cloud project named: set the "
                 "connection's `project` (the Gemini CLI's GOOGLE_CLOUD_PROJECT)"
             )
-        tier = _default_tier(loaded)
-        request = {"tierId": tier, "metadata": metadata}
-        if tier != FREE_TIER:
-            request |= named
+        request = self.onboard_request(self.onboard_tier(loaded))
         for attempt in range(ONBOARD_TRIES):
             operation = await self._call("onboardUser", request)
             if operation.get("done"):
                 response = operation.get("response")
-                found = _project_id(
+                found = project_id(
                     response.get("cloudaicompanionProject") if isinstance(response, dict) else None
                 )
                 found = found or configured
@@ -135,6 +126,41 @@ class CodeAssistProject:
             if attempt + 1 < ONBOARD_TRIES:
                 await asyncio.sleep(self._wait)
         raise _NotFound(f"onboardUser was still running after {ONBOARD_TRIES} tries")
+
+    # The four steps an Antigravity login takes its own way (credentials/antigravity_project.py).
+    named_project_needed = True
+    """A tier without a project of its own needs one named in the config (Code Assist's
+    Standard and Enterprise tiers)."""
+    headers: Mapping[str, str] = {}
+    """Headers of both calls, past the content type and the bearer."""
+
+    def load_request(self) -> dict[str, Any]:
+        """The `loadCodeAssist` body: as the Gemini CLI asks, a project the user named goes
+        with it."""
+        configured = self._configured
+        if configured is None:
+            return {"metadata": METADATA}
+        return {
+            "cloudaicompanionProject": configured,
+            "metadata": {**METADATA, "duetProject": configured},
+        }
+
+    def loaded(self, loaded: Mapping[str, Any]) -> None:
+        """Take what else `loadCodeAssist` says of the login (nothing, for Code Assist)."""
+
+    def onboard_tier(self, loaded: Mapping[str, Any]) -> str:
+        """The tier to onboard to: the default of `allowedTiers`, else the legacy tier."""
+        return default_tier(loaded) or LEGACY_TIER
+
+    def onboard_request(self, tier: str) -> dict[str, Any]:
+        """The `onboardUser` body; the free tier's onboarding names no project (Google
+        picks that project itself)."""
+        request = self.load_request()
+        request.pop("cloudaicompanionProject", None)
+        body: dict[str, Any] = {"tierId": tier, "metadata": request["metadata"]}
+        if tier != FREE_TIER and self._configured is not None:
+            body["cloudaicompanionProject"] = self._configured
+        return body
 
     async def _call(self, method: str, payload: dict[str, Any]) -> dict[str, Any]:
         token = await self._token()
@@ -159,6 +185,7 @@ class CodeAssistProject:
         self, method: str, payload: dict[str, Any], token: SecretStr | None
     ) -> tuple[int, bytes]:
         headers = {"content-type": "application/json", "accept": "application/json"}
+        headers.update(self.headers)
         if token is not None:
             headers["authorization"] = f"Bearer {token.get_secret_value()}"
         request = TokenRequest("POST", f"{self._base}:{method}", headers, orjson.dumps(payload))
@@ -173,19 +200,20 @@ class _NotFound(Exception):
     """No project now; the message says why."""
 
 
-def _project_id(value: object) -> str | None:
-    # loadCodeAssist names the project as a string; onboardUser as `{id, name}`.
+def project_id(value: object) -> str | None:
+    """A project id named as a string (`loadCodeAssist`) or as `{id, name}` (`onboardUser`)."""
     if isinstance(value, dict):
         value = value.get("id")
     return value if isinstance(value, str) and value else None
 
 
-def _default_tier(loaded: Mapping[str, Any]) -> str:
+def default_tier(loaded: Mapping[str, Any]) -> str | None:
+    """The id of the tier `allowedTiers` marks as default, if any."""
     tiers = loaded.get("allowedTiers")
     for tier in tiers if isinstance(tiers, list) else ():
         if isinstance(tier, dict) and tier.get("isDefault") and isinstance(tier.get("id"), str):
             return str(tier["id"])
-    return LEGACY_TIER
+    return None
 
 
 def static_token(secret: SecretStr | None) -> Token:
@@ -195,31 +223,6 @@ def static_token(secret: SecretStr | None) -> Token:
         return secret
 
     return token
-
-
-def code_assist_project(
-    provider: str,
-    base_url: str,
-    login: TokenManager | None,
-    secret: SecretStr | None,
-    *,
-    configured: str | None = None,
-    send: Send = send_token_request,
-) -> CodeAssistProject | None:
-    """The project holder of a `gemini-code-assist` connection (None for other providers):
-    its token from the stored `login` that renews itself, else the `secret` read at start;
-    `configured` is the project the config names, if any; `send` carries its requests."""
-    if provider != "gemini-code-assist":
-        return None
-    if login is None:
-        return CodeAssistProject(base_url, static_token(secret), configured=configured, send=send)
-    return CodeAssistProject(
-        base_url,
-        login.token,
-        renew=login.refresh_after_unauthorized,
-        configured=configured,
-        send=send,
-    )
 
 
 async def discover_projects(projects: list[CodeAssistProject], deadline_s: float) -> None:

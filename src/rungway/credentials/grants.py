@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 import orjson
 
+from rungway.credentials import antigravity
 from rungway.credentials.logins import jwt_expiry
 from rungway.credentials.store import LoginKind, StoredCredential
 
@@ -32,6 +33,7 @@ TOKEN_URLS: dict[LoginKind, str] = {
     "codex": "https://auth.openai.com/oauth/token",
     "copilot": "https://api.github.com/copilot_internal/v2/token",
     "gemini": "https://oauth2.googleapis.com/token",
+    "antigravity": "https://oauth2.googleapis.com/token",
 }
 CLAUDE_CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
 CLAUDE_SCOPE = (
@@ -116,8 +118,14 @@ def refresh_request(credential: StoredCredential, url: str) -> TokenRequest:
         "grant_type": "refresh_token",
         "refresh_token": credential.refresh_token or "",
     }
-    if credential.kind == "gemini":
-        grant |= {"client_id": GEMINI_CLIENT_ID, "client_secret": GEMINI_CLIENT_SECRET}
+    if credential.kind in ("gemini", "antigravity"):
+        # One Google token endpoint; each login renews under the client that issued it.
+        client = (
+            (antigravity.CLIENT_ID, antigravity.CLIENT_SECRET)
+            if credential.kind == "antigravity"
+            else (GEMINI_CLIENT_ID, GEMINI_CLIENT_SECRET)
+        )
+        grant |= {"client_id": client[0], "client_secret": client[1]}
         form = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
         return TokenRequest("POST", url, form, urlencode(grant).encode())
     if credential.kind == "claude":

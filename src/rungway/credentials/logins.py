@@ -9,6 +9,7 @@ Gemini CLI.
   token, an editor's `apps.json`/`hosts.json` (an `oauth_token` field) or `env:VARIABLE`.
 - The Gemini CLI keeps its Google login in `~/.gemini/oauth_creds.json`: `access_token`,
   `refresh_token`, `scope`, `token_type`, `id_token` and `expiry_date` in milliseconds (A6.1).
+- An Antigravity (`agy`) login: `credentials/antigravity.py` says what is read.
 
 A parser never puts a token in an error message.
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from rungway.credentials import antigravity
 from rungway.credentials.store import LoginKind, StoredCredential
 
 DEFAULT_SOURCES: dict[LoginKind, str] = {
@@ -31,6 +33,7 @@ DEFAULT_SOURCES: dict[LoginKind, str] = {
     "codex": "~/.codex/auth.json",
     "copilot": "~/.config/github-copilot/apps.json",
     "gemini": "~/.gemini/oauth_creds.json",
+    "antigravity": antigravity.DEFAULT_TOKEN_FILE,
 }
 
 
@@ -40,7 +43,8 @@ class LoginError(Exception):
 
 def read_login(kind: LoginKind, source: str | None = None) -> StoredCredential:
     """The login of `kind` at `source` (a path, or `env:VAR` for Copilot), or its default."""
-    where = source or DEFAULT_SOURCES[kind]
+    where = source or (antigravity.default_source() if kind == "antigravity" else None)
+    where = where or DEFAULT_SOURCES[kind]
     if kind == "copilot":
         return parse_copilot(_copilot_text(where), where)
     path = Path(where).expanduser()
@@ -56,6 +60,11 @@ def read_login(kind: LoginKind, source: str | None = None) -> StoredCredential:
         return parse_claude(document, str(path))
     if kind == "gemini":
         return parse_gemini(document, str(path))
+    if kind == "antigravity":
+        try:
+            return antigravity.parse_antigravity(document, str(path))
+        except antigravity.AntigravityLoginError as error:
+            raise LoginError(str(error)) from None
     return parse_codex(document, str(path))
 
 

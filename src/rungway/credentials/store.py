@@ -25,8 +25,8 @@ import platformdirs
 KEY_ENV = "RUNGWAY_CREDENTIALS_KEY"
 """The environment variable that, when set, holds the store's key (a Fernet key)."""
 
-LoginKind = Literal["claude", "codex", "copilot", "gemini"]
-LOGIN_KINDS: tuple[LoginKind, ...] = ("claude", "codex", "copilot", "gemini")
+LoginKind = Literal["claude", "codex", "copilot", "gemini", "antigravity"]
+LOGIN_KINDS: tuple[LoginKind, ...] = ("claude", "codex", "copilot", "gemini", "antigravity")
 
 
 class StoreError(Exception):

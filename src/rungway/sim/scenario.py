@@ -17,11 +17,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rungway.sim.antigravity_spec import AntigravitySpec
 from rungway.sim.faults import Fault
 from rungway.sim.oauth.token_spec import OAuthSpec
 
-ApiKind = Literal["anthropic", "openai", "responses", "gemini", "code-assist", "glm"]
-GOOGLE_APIS = frozenset({"gemini", "code-assist"})  # the Gemini API and Gemini Code Assist
+ApiKind = Literal[
+    "anthropic", "openai", "responses", "gemini", "code-assist", "glm", "antigravity"
+]
+# The Gemini API, Gemini Code Assist and Antigravity (Code Assist's envelope).
+GOOGLE_APIS = frozenset({"gemini", "code-assist", "antigravity"})
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
 WindowUnit = Literal["tokens", "requests", "input_tokens", "output_tokens"]
 UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter", "glm"]
@@ -246,6 +250,8 @@ class Scenario(_Frozen):
     """A token endpoint served next to the API (see `oauth/token_server.py`)."""
     code_assist: CodeAssistSpec | None = None
     """A Gemini Code Assist login's project and tier (`api: code-assist` only)."""
+    antigravity: AntigravitySpec | None = None
+    """An Antigravity login's project, tier and credits (`api: antigravity` only)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -308,6 +314,8 @@ class Scenario(_Frozen):
     def _check_google_settings(self) -> None:
         if self.code_assist is not None and self.api != "code-assist":
             raise ValueError("code_assist settings need api: code-assist")
+        if self.antigravity is not None and self.api != "antigravity":
+            raise ValueError("antigravity settings need api: antigravity")
         if self.api not in GOOGLE_APIS:
             return
         if self.quota_headers != "none":
@@ -352,6 +360,11 @@ class Scenario(_Frozen):
         """Windows that keep serving past their capacity, billing what is past it: a
         Copilot seat's premium window with overage permitted (A5.3), a Claude plan's
         account-wide windows with extra usage (A2.3), a ChatGPT plan's with credits (A4.3)."""
+        credits = self.antigravity.credits if self.antigravity is not None else None
+        if credits is not None and credits.balance:
+            # Antigravity's credits pay past a model's spent bucket (sim/wire/antigravity.py
+            # serves that only to requests that ask for it).
+            return frozenset(window.name for window in self.windows)
         premium = self.premium_window()
         copilot = self.copilot_settings
         if premium is not None and copilot is not None and copilot.overage_permitted:

@@ -30,6 +30,7 @@ from rungway.sim.scenario import Scenario
 from rungway.sim.tally import Tally
 from rungway.sim.usage.endpoints import build_usage_endpoint
 from rungway.sim.wire.anthropic_api import AnthropicApi
+from rungway.sim.wire.antigravity import AntigravityApi
 from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.code_assist import CodeAssistApi
 from rungway.sim.wire.gemini_api import GeminiApi
@@ -105,6 +106,8 @@ class SimUpstream:
             self._api = GeminiApi(scenario, self._book, self._faults, self.tally)
         elif scenario.api == "code-assist":
             self._api = CodeAssistApi(scenario, self._book, self._faults, self.tally)
+        elif scenario.api == "antigravity":
+            self._api = AntigravityApi(scenario, self._book, self._faults, self.tally)
         else:
             openai_api = {"responses": ResponsesApi, "glm": GlmApi}.get(scenario.api, OpenAIApi)
             self._api = openai_api(

@@ -1,4 +1,5 @@
-"""Google's error bodies as the simulated Gemini API and Gemini Code Assist send them.
+"""Google's error bodies as the simulated Gemini API, Gemini Code Assist and Antigravity
+send them.
 
 Every error is `{"error":{"code","message","status","details"?}}` (docs/provider-signals.md
 A6.2), `details` holding `google.rpc` messages. A spent free-tier window is a 429
@@ -237,3 +238,58 @@ def code_assist_quota_exceeded(model: str, admission: Admission) -> Reply:
         "metadata": metadata,
     }
     return error_reply(429, message, details=[info, retry_info(wait)])
+
+
+ANTIGRAVITY_CLIENTS_ONLY = (
+    "This Antigravity sign-in may be used only from Google's Antigravity clients "
+    "(Antigravity Additional Terms, section 6)."
+)
+"""The simulated refusal of another client. Google's own wording is not known: its terms
+forbid other clients and it has suspended accounts that used them; the shape is Google's
+`PERMISSION_DENIED`, the reason names what is refused."""
+UNSUPPORTED_CLIENT = "UNSUPPORTED_CLIENT"
+
+
+def client_refused() -> Reply:
+    """Antigravity's 403 for a request that does not come from an Antigravity client."""
+    info = {
+        "@type": RPC + "ErrorInfo",
+        "reason": UNSUPPORTED_CLIENT,
+        "domain": CLOUD_CODE_DOMAIN,
+        "metadata": {"service": CLOUD_CODE_DOMAIN},
+    }
+    return error_reply(403, ANTIGRAVITY_CLIENTS_ONLY, details=[info])
+
+
+def antigravity_quota_exceeded(model: str, spent: Sequence[WindowReading], now: float) -> Reply:
+    """Antigravity's 429 for a model whose bucket is spent: `QUOTA_EXHAUSTED` for a bucket
+    of an hour or more, `RATE_LIMIT_EXCEEDED` for a shorter throttle, with the delay in
+    `ErrorInfo.metadata` and `RetryInfo`, as Cloud Code sends them to Antigravity."""
+    binding = max(spent, key=lambda reading: reading.reset_at)
+    wait = max(0.001, binding.reset_at - now)
+    delay = go_duration(wait)
+    quota = binding.spec.length_s >= 3600 or binding.spec.reset_zone is not None
+    reason = "QUOTA_EXHAUSTED" if quota else "RATE_LIMIT_EXCEEDED"
+    message = (
+        f"You have exhausted your capacity on this model. Your quota will reset after {delay}."
+    )
+    metadata = {
+        "model": model,
+        "quotaResetDelay": delay,
+        "quotaResetTimeStamp": rfc3339(now + wait),
+        "uiMessage": "true",
+    }
+    info = {"@type": RPC + "ErrorInfo", "reason": reason, "domain": CLOUD_CODE_DOMAIN}
+    retry = {"@type": RPC + "RetryInfo", "retryDelay": f"{wait:.9g}s"}
+    return error_reply(429, message, details=[{**info, "metadata": metadata}, retry])
+
+
+def credits_spent(model: str) -> Reply:
+    """Antigravity's 429 for a request that asked to spend AI credits the login lacks."""
+    info = {
+        "@type": RPC + "ErrorInfo",
+        "reason": "INSUFFICIENT_G1_CREDITS_BALANCE",
+        "domain": CLOUD_CODE_DOMAIN,
+        "metadata": {"model": model},
+    }
+    return error_reply(429, "Insufficient Google One AI credits balance.", details=[info])
