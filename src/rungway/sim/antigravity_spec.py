@@ -3,6 +3,8 @@ Google One AI credits it holds."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -23,11 +25,12 @@ class AntigravityCredits(_Frozen):
 class AntigravitySpec(_Frozen):
     """An Antigravity login: the project `loadCodeAssist` names, its tier, and credits.
 
-    With `clients` unset, the upstream serves only requests whose user agent is the
-    Antigravity client's (`antigravity/...`), as Google's terms for Antigravity allow; the
-    scenario's `auth.clients: any` stands for an upstream that does not check."""
+    With `clients: antigravity` the upstream serves only requests whose user agent is the
+    Antigravity client's (`antigravity/...`), as Google's terms for Antigravity allow;
+    `any` stands for an upstream that does not check."""
 
     project: str = Field(default="sim-antigravity-project", min_length=1)
     tier: str = Field(default="g1-pro-tier", min_length=1)
     tier_name: str = "Google AI Pro"
     credits: AntigravityCredits | None = None
+    clients: Literal["antigravity", "any"] = "antigravity"

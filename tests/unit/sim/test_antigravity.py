@@ -198,3 +198,13 @@ def test_credits_pay_past_a_spent_bucket_only_when_asked_and_while_they_last() -
         assert spent.status == 429
         assert spent.json()["error"]["details"][0]["reason"] == "INSUFFICIENT_G1_CREDITS_BALANCE"
         assert sim.tally.total().requests == 4
+
+
+def test_an_upstream_that_does_not_check_its_client_serves_any_user_agent() -> None:
+    scenario = antigravity_scenario()
+    login = scenario.antigravity
+    assert login is not None
+    lax = scenario.model_copy(update={"antigravity": login.model_copy(update={"clients": "any"})})
+    with SimUpstream(lax) as sim:
+        answer = call(sim, "generateContent", envelope(), agent="google-genai-sdk/1.30.0")
+        assert answer.status == 200

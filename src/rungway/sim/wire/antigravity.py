@@ -13,7 +13,7 @@ gateways send them (docs/provider-signals.md A6.3):
   generation spends under the scenario's clock.
 
 Checks, in order: the bearer token (401), the client (403 unless the user agent is an
-Antigravity client's: Google's terms allow no other, `auth.clients: any` lifts it), the
+Antigravity client's: Google's terms allow no other, `antigravity.clients: any` lifts it), the
 envelope (400), the project (403), the model's bucket (429 `QUOTA_EXHAUSTED`, or
 `RATE_LIMIT_EXCEEDED` for a bucket under an hour). A request that asks to spend credits
 past a spent bucket is served and charged `per_request` credits while the balance holds
@@ -73,7 +73,7 @@ class AntigravityDialect(CodeAssistDialect):
 
     def refuses_client(self, request: RecordedRequest) -> bool:
         """True when the request's user agent is not an Antigravity client's."""
-        if self._scenario.auth.clients == "any":
+        if self.login.clients == "any":
             return False
         return not (request.header("user-agent") or "").startswith(CLIENT_AGENT)
 
