@@ -20,16 +20,36 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rungway.sim.antigravity_spec import AntigravitySpec
 from rungway.sim.faults import Fault
 from rungway.sim.oauth.token_spec import OAuthSpec
+from rungway.sim.plan_settings import KimiSpec, MiniMaxSpec
 
 ApiKind = Literal[
-    "anthropic", "openai", "responses", "gemini", "code-assist", "glm", "antigravity"
+    "anthropic",
+    "openai",
+    "responses",
+    "gemini",
+    "code-assist",
+    "glm",
+    "kimi-code",
+    "minimax",
+    "antigravity",
 ]
 # The Gemini API, Gemini Code Assist and Antigravity (Code Assist's envelope).
 GOOGLE_APIS = frozenset({"gemini", "code-assist", "antigravity"})
 QuotaHeaderFamily = Literal["anthropic-unified", "anthropic-apikey", "openai", "codex", "none"]
 WindowUnit = Literal["tokens", "requests", "input_tokens", "output_tokens"]
-UsageEndpointKind = Literal["none", "claude", "codex", "copilot", "gemini", "openrouter", "glm"]
+UsageEndpointKind = Literal[
+    "none",
+    "claude",
+    "codex",
+    "copilot",
+    "gemini",
+    "openrouter",
+    "glm",
+    "kimi",
+    "minimax",
+]
 CreditReset = Literal["daily", "weekly", "monthly"]
+_PLAN_USAGE = {"kimi-code": "kimi", "minimax": "minimax"}
 
 
 class _Frozen(BaseModel):
@@ -250,6 +270,10 @@ class Scenario(_Frozen):
     """A token endpoint served next to the API (see `oauth/token_server.py`)."""
     code_assist: CodeAssistSpec | None = None
     """A Gemini Code Assist login's project and tier (`api: code-assist` only)."""
+    kimi: KimiSpec | None = None
+    """A Kimi Code membership and its booster wallet (`api: kimi-code` only)."""
+    minimax: MiniMaxSpec | None = None
+    """A MiniMax Token Plan's title and `remains` shape (`api: minimax` only)."""
     antigravity: AntigravitySpec | None = None
     """An Antigravity login's project, tier and credits (`api: antigravity` only)."""
 
@@ -270,6 +294,9 @@ class Scenario(_Frozen):
         # retrieveUserQuota is one of Code Assist's own methods (A6.1).
         if isinstance(raw, dict) and raw.get("api") == "code-assist":
             return {"usage_endpoint": "gemini", **raw}
+        # So are the coding plans' usage endpoints, on their own hosts.
+        if isinstance(raw, dict) and raw.get("api") in _PLAN_USAGE:
+            return {"usage_endpoint": _PLAN_USAGE[raw["api"]], **raw}
         return raw
 
     @model_validator(mode="after")
@@ -294,6 +321,10 @@ class Scenario(_Frozen):
             needed = "anthropic" if wants_anthropic else "openai or responses"
             raise ValueError(f"usage_endpoint {self.usage_endpoint!r} needs api: {needed}")
         self._check_google_settings()
+        if (self.kimi is not None and self.api != "kimi-code") or (
+            self.minimax is not None and self.api != "minimax"
+        ):
+            raise ValueError("kimi settings need api: kimi-code, minimax settings api: minimax")
         if self.quota_headers == "codex" and self.api == "anthropic":
             raise ValueError("the codex header family decorates the openai or responses api")
         if self.codex is not None and self.codex_settings is None:
@@ -336,6 +367,16 @@ class Scenario(_Frozen):
         return None
 
     @property
+    def kimi_settings(self) -> KimiSpec | None:
+        """The Kimi Code membership (None unless `api: kimi-code`)."""
+        return (self.kimi or KimiSpec()) if self.api == "kimi-code" else None
+
+    @property
+    def minimax_settings(self) -> MiniMaxSpec | None:
+        """The MiniMax Token Plan settings (None unless `api: minimax`)."""
+        return (self.minimax or MiniMaxSpec()) if self.api == "minimax" else None
+
+    @property
     def codex_settings(self) -> CodexSpec | None:
         """The ChatGPT plan settings of a Codex-family scenario (None for any other)."""
         if self.quota_headers == "codex" or self.usage_endpoint == "codex":
@@ -365,6 +406,9 @@ class Scenario(_Frozen):
             # Antigravity's credits pay past a model's spent bucket (sim/wire/antigravity.py
             # serves that only to requests that ask for it).
             return frozenset(window.name for window in self.windows)
+        if self.kimi_settings is not None and self.kimi_settings.booster_serving:
+            # Kimi's booster wallet pays for requests past its plan's spent windows.
+            return frozenset(window.name for window in self.windows if window.model is None)
         premium = self.premium_window()
         copilot = self.copilot_settings
         if premium is not None and copilot is not None and copilot.overage_permitted:

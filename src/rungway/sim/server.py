@@ -34,6 +34,8 @@ from rungway.sim.wire.antigravity import AntigravityApi
 from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.code_assist import CodeAssistApi
 from rungway.sim.wire.gemini_api import GeminiApi
+from rungway.sim.wire.kimi_code import KimiCodeApi
+from rungway.sim.wire.minimax import MiniMaxApi
 from rungway.sim.wire.glm import GlmApi
 from rungway.sim.wire.openai_api import OpenAIApi
 from rungway.sim.wire.responses_api import ResponsesApi
@@ -106,6 +108,10 @@ class SimUpstream:
             self._api = GeminiApi(scenario, self._book, self._faults, self.tally)
         elif scenario.api == "code-assist":
             self._api = CodeAssistApi(scenario, self._book, self._faults, self.tally)
+        elif scenario.api == "kimi-code":
+            self._api = KimiCodeApi(scenario, clock, self._book, self._faults, self.tally)
+        elif scenario.api == "minimax":
+            self._api = MiniMaxApi(scenario, self._book, self._faults, self.tally)
         elif scenario.api == "antigravity":
             self._api = AntigravityApi(scenario, self._book, self._faults, self.tally)
         else:

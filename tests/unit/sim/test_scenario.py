@@ -24,6 +24,7 @@ from .conftest import subscription_scenario
 def test_the_builtin_scenarios_ship_and_load() -> None:
     assert builtin_scenario_names() == [
         "anthropic-api",
+        "antigravity",
         "cheap-openai",
         "claude-plan",
         "codex-plan",
@@ -31,7 +32,9 @@ def test_the_builtin_scenarios_ship_and_load() -> None:
         "gemini-api",
         "gemini-code-assist",
         "glm-plan",
+        "kimi-plan",
         "local-ollama",
+        "minimax-plan",
         "openrouter",
     ]
     for name in builtin_scenario_names():

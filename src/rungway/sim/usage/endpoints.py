@@ -11,6 +11,8 @@ from rungway.sim.usage.codex import codex_usage
 from rungway.sim.usage.copilot import copilot_usage
 from rungway.sim.usage.gemini import gemini_quota
 from rungway.sim.usage.glm import glm_quota
+from rungway.sim.usage.kimi import kimi_usages
+from rungway.sim.usage.minimax import minimax_remains
 from rungway.sim.usage.openrouter import openrouter_key
 from rungway.sim.usage.reads import SimUsageEndpoint
 
@@ -37,6 +39,10 @@ def build_usage_endpoint(
         return gemini_quota(scenario, book)
     if kind == "glm":
         return glm_quota(scenario, book)
+    if kind == "kimi":
+        return kimi_usages(scenario, book)
+    if kind == "minimax":
+        return minimax_remains(scenario, book)
     if kind == "openrouter" and ledger is not None:
         return openrouter_key(scenario, book, ledger)
     return None
