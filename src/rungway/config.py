@@ -39,6 +39,7 @@ Provider = Literal[
     "deepseek",
     "gemini",
     "gemini-code-assist",
+    "glm-coding",
     "groq",
     "ollama",
     "openai",

@@ -8,7 +8,18 @@ pricing in step. `README.md` here has the recipe for adding a provider.
 
 from __future__ import annotations
 
-from rungway.adapters import anthropic, codex, copilot, gemini, openai, openrouter
+from rungway.adapters import (
+    anthropic,
+    antigravity,
+    codex,
+    copilot,
+    gemini,
+    glm,
+    kimi_code,
+    minimax,
+    openai,
+    openrouter,
+)
 from rungway.adapters.base import ProviderEntry
 
 __all__ = [
@@ -21,9 +32,13 @@ __all__ = [
 
 PROVIDERS: dict[str, ProviderEntry] = {
     **anthropic.PROVIDERS,
+    **antigravity.PROVIDERS,
     **codex.PROVIDERS,
     **copilot.PROVIDERS,
     **gemini.PROVIDERS,
+    **kimi_code.PROVIDERS,
+    **minimax.PROVIDERS,
+    **glm.PROVIDERS,
     **openai.PROVIDERS,
     **openrouter.PROVIDERS,
 }

@@ -43,7 +43,12 @@ _PRICE_PROVIDER: Final[Mapping[str, str]] = {
     "gemini": "google",
     # A Code Assist plan serves Google's models; their list price is what the plan saved.
     "gemini-code-assist": "google",
+    # The GLM Coding Plan serves Z.ai's models; their list price is what the plan saved.
+    "glm-coding": "zai",
     "groq": "groq",
+    # The coding plans serve their vendors' models; the list price is what the plan saved.
+    "kimi-code": "moonshotai",
+    "minimax-token-plan": "minimax",
     "openrouter": "openrouter",
 }
 
