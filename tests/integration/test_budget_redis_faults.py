@@ -26,7 +26,7 @@ from rungway.budget import Reservation, Shortfall
 from rungway.budget.period import period_start
 from rungway.clock import FakeClock
 from rungway.cluster.budget import RedisBudget
-from rungway.cluster.budget_scripts import APPLY, NANO, RESERVE, nano
+from rungway.cluster.budget_scripts import APPLY, GIVEN_BACK, NANO, RESERVE, nano
 from rungway.ledger.sqlite import read_rows
 from rungway.routing.rungs import Rung
 from rungway.sim import Scenario, SimUpstream
@@ -296,3 +296,28 @@ def _load(url: str, stop: threading.Event, whole: list[str]) -> None:
                     whole.append(response.headers["x-rungway-request-id"])
                 else:
                     time.sleep(0.05)  # refused while Redis is away: no need to spin
+
+
+def test_a_release_that_overtakes_its_reserve_leaves_nothing_held(redis_prefix: str) -> None:
+    async def run() -> None:
+        async with shared_budget(redis_prefix, Ledger()) as (budget, link):
+            assert isinstance(await budget.reserve(Rung.CHEAP, None, 0.1, NOW), Reservation)
+            client = link.client
+            start = int(period_start("month", NOW))
+            account = [
+                f"{redis_prefix}:budget:{kind}:rung:cheap{suffix}"
+                for kind, suffix in (("spent", f":{start}"), ("holds", ""), ("reserved", ""))
+            ]
+            token = f"{redis_prefix}:budget:hold:77"
+            member = f"77:{nano(0.5)}"
+            release: list[str | int] = ["release", member, 60, repr(NOW), "", 0]
+            assert await client.register_script(APPLY)([token, *account], release) == 1
+            reserve: list[str | int] = [repr(NOW), repr(NOW + 60), nano(0.5), member, 60, nano(1)]
+            assert await client.register_script(RESERVE)([*account, token], reserve) == [
+                GIVEN_BACK,
+                0,
+            ]
+            await budget.refresh(NOW)
+            assert budget.rung_spend(NOW)[Rung.CHEAP].reserved_usd == pytest.approx(0.1)
+
+    asyncio.run(run())
