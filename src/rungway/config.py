@@ -41,6 +41,8 @@ Provider = Literal[
     "gemini-code-assist",
     "glm-coding",
     "groq",
+    "kimi-code",
+    "minimax-token-plan",
     "ollama",
     "openai",
     "openai-compatible",

@@ -9,8 +9,8 @@ import pytest
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection
-from rungway.adapters.kimi_code import KimiCodeAdapter
-from rungway.adapters.minimax import MiniMaxAdapter
+from rungway.adapters.kimi_code.adapter import KimiCodeAdapter
+from rungway.adapters.minimax.adapter import MiniMaxAdapter
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
 from rungway.routing.snapshot import WindowStatus

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from rungway.adapters.kimi_code import KimiCodeAdapter
+from rungway.adapters.kimi_code.adapter import KimiCodeAdapter
 from rungway.protocol.failures import FailureClass
 from rungway.quota.kimi import read_kimi_usage
 from rungway.routing.snapshot import WindowStatus

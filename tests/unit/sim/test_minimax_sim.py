@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from rungway.adapters.base import Connection
-from rungway.adapters.minimax import MiniMaxAdapter
+from rungway.adapters.minimax.adapter import MiniMaxAdapter
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
 from rungway.quota.minimax import read_minimax_remains
