@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from pydantic import SecretStr
 
+from rungway.adapters.antigravity.adapter import USER_AGENT, VERSION
 from rungway.credentials.code_assist import (
     ONBOARD_WAIT_S,
     CodeAssistProject,
@@ -36,12 +37,6 @@ from rungway.credentials.grants import send_token_request
 from rungway.credentials.manager import TokenManager
 
 CREDIT_TYPE: Final = "GOOGLE_ONE_AI"
-VERSION: Final = "1.1.5"
-"""The `agy` release the gateway names itself as (one open gateway's fallback version)."""
-USER_AGENT: Final = (
-    f"antigravity/cli/{VERSION} (aidev_client; os_type=linux; arch=amd64; auth_method=consumer)"
-)
-"""The Antigravity CLI's user agent, as one open gateway sends it for `agy` logins."""
 LOAD_METADATA: Final = {"ideType": "ANTIGRAVITY"}
 ONBOARD_METADATA: Final = {
     "ide_type": "ANTIGRAVITY",

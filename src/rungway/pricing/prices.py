@@ -56,8 +56,9 @@ _PRICE_PROVIDER: Final[Mapping[str, str]] = {
 # catalog covers its overage), ollama runs models locally.
 _UNPRICED: Final = frozenset({"copilot", "ollama"})
 
+# Antigravity serves Google's, Anthropic's and OpenAI's models: each is priced by its name.
 KNOWN_PROVIDERS: Final = frozenset(
-    {*_PRICE_PROVIDER, *_UNPRICED, "anthropic-compatible", "openai-compatible"}
+    {*_PRICE_PROVIDER, *_UNPRICED, "anthropic-compatible", "openai-compatible", "antigravity"}
 )
 """Every provider name rungway knows; used to tell `provider/glob` override keys apart."""
 
