@@ -17,7 +17,6 @@ connection, and the reason is the reader's error:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import httptools
@@ -33,7 +32,6 @@ HEADER_LIMIT = 100
 """The most fields an answer's head may have, as Python's http.client allows."""
 _PAUSE_AT = 256 * 1024
 """Buffered body bytes at which reading from the socket pauses until the reader catches up."""
-_ONE_START = (None,)
 
 
 class Lost(Exception):
@@ -56,11 +54,6 @@ class Connection(asyncio.Protocol):
         """The current answer has arrived whole."""
         self.buffered = 0
         """Body bytes received and not yet taken."""
-        self._starts: list[None] = []
-        # httptools takes a start from `_starts` as each message begins: `begin` leaves one,
-        # so a second message in the bytes of one answer finds none, and the parse stops
-        # there. A list's own pop, not a method here: it costs no Python call per answer.
-        self.on_message_begin: Callable[[], object] = self._starts.pop
         self._parser = httptools.HttpResponseParser(self)
         self._loop = asyncio.get_running_loop()
         self._busy = False
@@ -84,7 +77,6 @@ class Connection(asyncio.Protocol):
         """Get ready for a new answer; the request is written next."""
         self._busy = True
         self.complete = False
-        self._starts[:] = _ONE_START
         self._delimited = self._keep_alive = False
         self._names = []
         self._pause_at = _PAUSE_AT
@@ -185,6 +177,11 @@ class Connection(asyncio.Protocol):
 
     # httptools' callbacks.
 
+    def on_message_begin(self) -> None:
+        """Refuse a second message in the bytes of one answer."""
+        if self.complete:
+            raise _Refused("bytes after the answer")
+
     def on_header(self, name: bytes, value: bytes) -> None:
         """Collect a header (counted at the head's end: `HEAD_LIMIT` bounds them till then)."""
         key = name.decode("latin-1")
@@ -200,7 +197,6 @@ class Connection(asyncio.Protocol):
                 raise _Refused("the upstream switched protocols (101) instead of answering")
             self._names, self._delimited = [], False
             self._interim += 1
-            self._starts.append(None)  # the answer itself begins next
             return
         names = self._names
         if len(names) > HEADER_LIMIT:
