@@ -104,9 +104,11 @@ class QuotaBoard:
         """Record the windows one response reported, keeping each window's exhaustion memory."""
         known = self._windows.setdefault(connection_id, {})
         changed = False
-        for reading in windows:
-            key = (reading.name, reading.model)
-            remembered = self._remembers(reading, known.get(key), now)
+        for seen in windows:
+            key = (seen.name, seen.model)
+            previous = known.get(key)
+            reading = _timed_by(seen, previous, now)
+            remembered = self._remembers(reading, previous, now)
             known[key] = (
                 reading
                 if remembered == reading.was_exhausted
@@ -299,3 +301,11 @@ class QuotaBoard:
                 if connection_id not in self._states and not failures
                 else SavedConnection(state, failures, opened_at),
             )
+
+
+def _timed_by(seen: QuotaWindow, previous: QuotaWindow | None, now: float) -> QuotaWindow:
+    # A refusal that names no reset (Kimi's spent-plan 403) is the same window the last
+    # reading timed, while that reading's reset is still ahead.
+    if seen.resets_at is not None or previous is None or previous.resets_at is None:
+        return seen
+    return replace(seen, resets_at=previous.resets_at) if previous.resets_at > now else seen
