@@ -1,5 +1,5 @@
-"""`rungway connections import`: store a Claude Code, Codex, Copilot or Gemini CLI login,
-encrypted."""
+"""`rungway connections import`: store a Claude Code, Codex, Copilot, Antigravity or
+Gemini CLI login, encrypted."""
 
 from __future__ import annotations
 
@@ -25,8 +25,15 @@ LOGIN_CONNECTION: dict[LoginKind, tuple[str, str]] = {
     "codex": ("codex", "gpt-5-codex"),
     "copilot": ("copilot", "gpt-4.1"),
     "gemini": ("gemini-code-assist", "gemini-2.5-pro"),
+    "antigravity": ("antigravity", "gemini-3-flash"),
 }
 """The provider a connection using each kind of login names, and a model it serves."""
+CODE_ASSIST_RETIRED = (
+    "note: Google stopped serving the Gemini CLI and Code Assist to consumer plans on "
+    "2026-06-18; those plans moved to Antigravity. Sign in with the Antigravity CLI (agy) "
+    "and run `rungway connections import antigravity --name NAME` (or --from FILE). A "
+    "gemini login is still imported, for a Code Assist seat Google may still serve."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +72,7 @@ def store_login(
 
 
 def import_login(
-    kind: Annotated[str, typer.Argument(help="claude, codex, copilot or gemini.")],
+    kind: Annotated[str, typer.Argument(help="claude, codex, copilot, antigravity or gemini.")],
     name: Annotated[
         str, typer.Option("--name", help="The name the config uses: credential: {store: NAME}.")
     ],
@@ -86,6 +93,8 @@ def import_login(
         err.print(f"[red]unknown login kind {kind!r}[/]; use one of: {', '.join(LOGIN_KINDS)}")
         raise typer.Exit(2)
     login: LoginKind = kind
+    if login == "gemini":
+        err.print(CODE_ASSIST_RETIRED, markup=False, highlight=False)
     if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         err.print(f"[red]--name {name!r}[/]: use letters, digits, '-', '_' and '.'")
         raise typer.Exit(2)
