@@ -33,6 +33,7 @@ DEFAULT_PLANS = {
     "codex": "chatgpt-plus",
     "copilot": "copilot-pro",
     "gemini-code-assist": "gemini-code-assist",
+    "glm-coding": "glm-lite",
 }
 """The plan a subscription connection of each provider gets when no flag names one."""
 

@@ -4,9 +4,12 @@ business codes under the fake clock, read back by the gateway's own GLM readers.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
+from rungway.cli.sim_upstream import connection_entry
+from rungway.config import ConnectionConfig
 from rungway.quota.glm import read_glm_error, read_glm_tools, read_glm_usage
 from rungway.routing.snapshot import WindowStatus
 from rungway.sim import SimUpstream, builtin_scenario, load_scenario
@@ -105,3 +108,20 @@ def test_a_spent_week_answers_1310_with_an_iso_reset(glm: SimUpstream) -> None:
     (window,) = read_glm_error(429, refused.body, now=glm.clock.now()).windows
     assert window.name == "7d"
     assert window.resets_at == pytest.approx(glm.state().window("7d").reset_at, abs=1.0)
+
+
+def test_the_printed_connection_reaches_the_sim_as_a_glm_plan(glm: SimUpstream) -> None:
+    entry = connection_entry(glm.scenario, glm.url)
+    assert (entry["provider"], entry["auth"]) == ("glm-coding", "apikey")
+    connection = ConnectionConfig.model_validate(entry)
+    assert connection.base_url is not None
+    assert (
+        request(
+            glm.url,
+            "POST",
+            urlsplit(connection.base_url).path + "/chat/completions",
+            chat_body(model="glm-5.2"),
+            KEY,
+        ).status
+        == 200
+    )

@@ -28,6 +28,11 @@ KEY_VARIABLES: tuple[tuple[str, Provider], ...] = (
     ("OPENROUTER_API_KEY", "openrouter"),
     ("GROQ_API_KEY", "groq"),
     ("GEMINI_API_KEY", "gemini"),
+    # A GLM Coding Plan key, under the names Z.ai's SDKs (zai-sdk, zhipuai) and coding tools
+    # read it from; the starter uses the first one set.
+    ("ZAI_API_KEY", "glm-coding"),
+    ("ZHIPUAI_API_KEY", "glm-coding"),
+    ("GLM_API_KEY", "glm-coding"),
 )
 """The environment variables each provider's own tools read an API key from."""
 

@@ -34,6 +34,12 @@ _KEYED: dict[Provider, tuple[str, tuple[str, ...]]] = {
     "openrouter": ("openrouter", ("deepseek/deepseek-chat-v3.1", "openai/gpt-5-mini")),
     "groq": ("groq", ("openai/gpt-oss-120b", "llama-3.3-70b-versatile")),
     "gemini": ("gemini-api", ("gemini-2.5-flash", "gemini-2.5-pro")),
+    "glm-coding": ("glm-plan", ("glm-4.7", "glm-5.2")),
+}
+
+_PLAN_KEYS: dict[Provider, str] = {
+    # A plan's own key: a subscription on rung 0, not a per-token bill.
+    "glm-coding": "GLM Coding Plan",
 }
 
 # Every connection above serves something below premium (a plan, a local model or a cheap
@@ -133,11 +139,22 @@ def build_starter(found: Discovery) -> Starter:
         blocks.append(
             _connection(comment, "ollama", "ollama", auth="none", base_url=base_url, models=models)
         )
+    keyed: set[Provider] = set()
     for key in found.keys:
+        if key.provider in keyed:
+            # Several variables can hold one provider's key (GLM's): the first one set wins.
+            continue
+        keyed.add(key.provider)
         name, models = _KEYED[key.provider]
         verdicts = [classify_tier(key.provider, model, tiers).tier for model in models]
         rungs = ", ".join(f"{model} {tier}" for model, tier in zip(models, verdicts, strict=True))
         comment = f"API key from ${key.variable}, billed per token: {rungs}."
+        plan = _PLAN_KEYS.get(key.provider)
+        if plan is not None:
+            comment = (
+                f"{plan} key from ${key.variable} (rung 0, subscription): tried first, never"
+                " billed per token. A platform key without the plan is refused (429, 1113)."
+            )
         credential = f"{{env: {key.variable}}}"
         blocks.append(
             _connection(
