@@ -30,6 +30,7 @@ from rich.console import Console
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.findings import Finding, Level, show
 from rungway.cli.glm_check import glm_findings
+from rungway.cli.plan_usage_check import plan_usage_findings
 from rungway.cli.probes import Probe, api_finding, clock_skew, probe_all
 from rungway.cli.store_checks import store_findings
 from rungway.cli.times import countdown, iso_time
@@ -71,8 +72,11 @@ def doctor(
         store = _store(settings, findings)
         proxies = {c.id: connection_proxy(c.id, secrets) for c in settings.connections}
         probes = probe_all(settings.connections, timeout, proxies=proxies)
+        usage = plan_usage_findings(settings.connections, secrets, timeout, proxies)
         for connection in settings.connections:
             findings.extend(_connection_findings(connection, probes, secrets, store))
+            if connection.id in usage:
+                findings.append(usage[connection.id])
     for finding in findings:
         show(finding, out)
     failed = sum(finding.level is Level.FAIL for finding in findings)
