@@ -138,5 +138,19 @@ KNOWN_PLANS: dict[str, tuple[PlanWindow, ...]] = {
     "glm-lite": (PlanWindow("5h", 5 * _HOUR, 120, "requests", "first_use"),),
     "glm-pro": (PlanWindow("5h", 5 * _HOUR, 600, "requests", "first_use"),),
     "glm-max": (PlanWindow("5h", 5 * _HOUR, 2400, "requests", "first_use"),),
+    # MiniMax Token Plan: its quota endpoint's older counted rows show Starter at 1,500
+    # requests per 5 hours and 15,000 per week (MiniMax-AI/MiniMax-M2#99, a live capture in
+    # openclaw#81115); Plus and Max are known only by the 5-hour totals a quota reader in
+    # OmniRoute infers their names from (4,500 and 15,000). Windows run on MiniMax's own
+    # clock, taken here as starting at the first request.
+    "minimax-starter": (
+        PlanWindow("5h", 5 * _HOUR, 1500, "requests", "first_use"),
+        PlanWindow("7d", _WEEK, 15000, "requests", "first_use"),
+    ),
+    "minimax-plus": (PlanWindow("5h", 5 * _HOUR, 4500, "requests", "first_use"),),
+    "minimax-max": (PlanWindow("5h", 5 * _HOUR, 15000, "requests", "first_use"),),
+    # Kimi Code is not here: since it moved from request counts to token packages its usage
+    # endpoint reports only percentages of an unpublished allowance (the Moonshot forum's
+    # note on the change); give its windows with --window once calibrated.
 }
 """Starting points for known plans. Every capacity is an estimate to calibrate with flags."""
