@@ -35,6 +35,8 @@ SECRETS = (
     "eyJhbGciOiAibm9uZSIsICJ0eXAiOiAiSldUIn0",
     "ya29.a0-fixture-access",
     "1//0g-fixture-refresh",
+    "ya29.fixture-agy-access",
+    "1//0g-fixture-agy-refresh",
 )
 
 
@@ -49,12 +51,14 @@ def ollama() -> Iterator[str]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    """A home directory with Claude Code, Codex and Gemini CLI logins in their places."""
+    """A home directory with Claude Code, Codex, Antigravity and Gemini CLI logins in their
+    places."""
     folder = tmp_path / "home"
     for source, target in (
         ("claude.credentials.json", ".claude/.credentials.json"),
         ("codex.auth.json", ".codex/auth.json"),
         ("gemini.oauth_creds.json", ".gemini/oauth_creds.json"),
+        ("antigravity-oauth-token", ".gemini/antigravity-cli/antigravity-oauth-token"),
     ):
         (folder / target).parent.mkdir(parents=True)
         shutil.copy(FIXTURES / source, folder / target)
@@ -111,7 +115,14 @@ def test_the_written_config_loads_and_holds_no_secret(home: Path, ollama: str) -
     path = _written(home)
     settings = load_settings(path)
     ids = [connection.id for connection in settings.connections]
-    assert ids == ["claude-plan", "codex-plan", "gemini-plan", "ollama", "claude-api", "deepseek"]
+    assert ids == [
+        "claude-plan",
+        "codex-plan",
+        "antigravity-plan",
+        "ollama",
+        "claude-api",
+        "deepseek",
+    ]
     by_id = {connection.id: connection for connection in settings.connections}
     assert by_id["claude-plan"].auth is Auth.OAUTH
     assert by_id["claude-plan"].credential == CredentialRef(store="claude-plan")
@@ -131,9 +142,13 @@ def test_the_written_config_loads_and_holds_no_secret(home: Path, ollama: str) -
     store = CredentialStore(_store(home), STORE_KEY.encode())
     assert store.get("claude-plan").refresh_token == "sk-ant-ort01-fixture-refresh-0123456789"
     assert store.get("codex-plan").account_id == "acct-fixture"
-    assert store.get("gemini-plan").refresh_token == "1//0g-fixture-refresh"
-    assert by_id["gemini-plan"].provider == "gemini-code-assist"
-    assert "found  Gemini CLI login at" in done.stdout
+    assert store.get("antigravity-plan").refresh_token == "1//0g-fixture-agy-refresh"
+    assert by_id["antigravity-plan"].provider == "antigravity"
+    assert "found  Antigravity CLI login at" in done.stdout
+    # Code Assist no longer serves consumer plans: its login is noted, not offered.
+    assert "gemini-plan" not in by_id
+    assert "Gemini CLI login at" in done.stdout
+    assert "2026-06-18" in done.stdout
     assert "found  $DEEPSEEK_API_KEY" in done.stdout
     assert "found  Ollama at" in done.stdout
 
@@ -197,7 +212,7 @@ def test_an_existing_file_is_replaced_only_with_force(home: Path, closed_port: s
     forced = _init(home, env, "--yes", "--force")
     assert forced.returncode == 0, forced.stderr
     written = [c.id for c in load_settings(path).connections]
-    assert written == ["claude-plan", "codex-plan", "gemini-plan"]
+    assert written == ["claude-plan", "codex-plan", "antigravity-plan"]
 
 
 def test_with_nothing_found_it_says_where_it_looked(tmp_path: Path, closed_port: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from rungway.config import Provider
+from rungway.credentials import antigravity
 from rungway.credentials.logins import DEFAULT_SOURCES, LoginError, read_login
 from rungway.credentials.store import LoginKind
 
@@ -41,10 +42,18 @@ LOGIN_NAMES: dict[LoginKind, str] = {
     "codex": "Codex",
     "copilot": "GitHub Copilot",
     "gemini": "Gemini CLI",
+    "antigravity": "Antigravity CLI",
 }
 
-SUBSCRIPTION_LOGINS: tuple[LoginKind, ...] = ("claude", "codex", "gemini")
-"""The plan logins looked for; a Copilot token is imported with `rungway connections import`."""
+SUBSCRIPTION_LOGINS: tuple[LoginKind, ...] = ("claude", "codex", "antigravity")
+"""The plan logins looked for; a Copilot token is imported with `rungway connections import`.
+A Gemini CLI login is noted, not offered: Code Assist no longer serves consumer plans."""
+CODE_ASSIST_RETIRED = (
+    "Gemini CLI login at {path} is not offered: Google stopped serving the Gemini CLI and "
+    "Code Assist to consumer plans on 2026-06-18 and moved them to Antigravity; sign in "
+    "with the Antigravity CLI (agy) and run init again, or `rungway connections import "
+    "antigravity --from FILE`"
+)
 
 OLLAMA_HOST_VAR = "OLLAMA_HOST"
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
@@ -113,6 +122,9 @@ def discover() -> Discovery:
             notes.append(f"{LOGIN_NAMES[kind]} login cannot be used: {error}")
             continue
         logins.append(LoginFound(kind, path))
+    retired = login_path("gemini")
+    if retired.is_file():
+        notes.append(CODE_ASSIST_RETIRED.format(path=retired))
     keys = tuple(
         KeyFound(variable, provider)
         for variable, provider in KEY_VARIABLES
@@ -129,6 +141,8 @@ def discover() -> Discovery:
 def login_path(kind: LoginKind) -> Path:
     """Where the tool keeps its login: its own config-directory variable, else the default."""
     # Both tools move their whole folder when told to, and the login moves with it.
+    if kind == "antigravity":
+        return Path(antigravity.default_source()).expanduser()
     moved = _LOGIN_FOLDERS.get(kind)
     if moved is not None:
         folder = os.environ.get(moved[0], "").strip()

@@ -24,6 +24,12 @@ _SUBSCRIPTION: dict[LoginKind, tuple[str, tuple[str, ...], str]] = {
     "claude": ("claude-plan", ("claude-sonnet-4-5", "claude-haiku-4-5"), "Claude plan"),
     "codex": ("codex-plan", ("gpt-5-codex", "gpt-5"), "ChatGPT plan"),
     "gemini": ("gemini-plan", ("gemini-2.5-pro", "gemini-2.5-flash"), "Gemini Code Assist plan"),
+    "antigravity": (
+        "antigravity-plan",
+        ("gemini-3-flash", "claude-sonnet-4-6"),
+        # Its terms allow Google's own clients only, and those take no base URL.
+        "Antigravity plan (its terms: Antigravity's own clients only; `clients: any` widens it)",
+    ),
 }
 
 _KEYED: dict[Provider, tuple[str, tuple[str, ...]]] = {
