@@ -1,14 +1,17 @@
-"""The ladder with the plans of 2026: a GLM Coding Plan on rung 0 and a cheap key above it,
-all simulated, through the real gateway and a real client.
+"""The ladder with the plans of 2026: a Kimi Code plan and a GLM Coding Plan on rung 0 and a
+cheap key above them, all simulated, through the real gateway and a real client.
 
 The gateway and the simulated upstreams share one fake clock, so a 5-hour window passes in
-an instant. The client is Claude Code (its headers): the GLM plan's terms name Z.ai's
-supported coding tools, of which rungway recognises Claude Code, so no connection is
-widened here. Each plan's window is small, so a few requests spend it.
+an instant. Kimi's window resets two hours in, GLM's at five, so each plan's return is
+seen on its own. The client is Claude Code (its headers): the GLM plan's terms name Z.ai's
+supported coding tools, of which rungway recognises Claude Code, and Kimi's let any
+client use it, so no connection is widened here. Each plan's window is small, so a few
+requests spend it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +30,7 @@ from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream, builtin_scenario
 
 START = 1_790_000_000.0
-FIVE_HOURS = 5 * 3600.0
+HOUR = 3600.0
 CHEAP_KEY = "sk-new-plans-cheap"
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 CLAUDE_CODE_HEADERS = {
@@ -40,11 +43,44 @@ CLAUDE_CODE_HEADERS = {
 PLAN_CAPACITY = 200
 
 
-def _plan(name: str) -> Scenario:
+@dataclass(frozen=True)
+class Plan:
+    """One plan as a connection: its scenario, provider, path, model and first reset."""
+
+    scenario: str
+    provider: str
+    path: str
+    model: str
+    first_reset_at: float
+    usage_path: str
+
+
+PLANS = {
+    "kimi": Plan(
+        "kimi-plan",
+        "kimi-code",
+        "/coding",
+        "kimi-for-coding",
+        START + 2 * HOUR,
+        "/coding/v1/usages",
+    ),
+    "glm": Plan(
+        "glm-plan",
+        "glm-coding",
+        "/api/coding/paas/v4",
+        "glm-5.2",
+        START + 5 * HOUR,
+        "/api/monitor/usage/quota/limit",
+    ),
+}
+
+
+def _plan_scenario(plan: Plan) -> Scenario:
     """A built-in plan scenario with a small 5-hour window and short answers."""
-    raw = yaml.safe_load(builtin_scenario(name).read_text(encoding="utf-8"))
+    raw = yaml.safe_load(builtin_scenario(plan.scenario).read_text(encoding="utf-8"))
+    five_hours = {"name": "5h", "unit": "tokens", "capacity": PLAN_CAPACITY, "length_s": 5 * HOUR}
     raw["windows"] = [
-        {"name": "5h", "unit": "tokens", "capacity": PLAN_CAPACITY, "length_s": FIVE_HOURS},
+        {**five_hours, "first_reset_at": plan.first_reset_at},
         {"name": "7d", "unit": "tokens", "capacity": 100 * PLAN_CAPACITY, "length_s": 604800},
     ]
     raw["response"] = {"output_tokens": 24, "chunk_tokens": 4}
@@ -80,59 +116,67 @@ class World:
         return raw.headers["x-rungway-connection"]
 
     def reset_of(self, connection_id: str) -> float:
-        """When the gateway knows the plan's spent 5-hour window resets."""
-        states = self.gateway.quota.connection_states(self.clock.now())  # type: ignore[union-attr]
-        resets = [w.resets_at for w in states[connection_id].windows if w.name == "5h"]
-        assert resets, f"the gateway knows no 5h window of {connection_id}"
-        assert resets[0] is not None
-        return resets[0]
+        """When the gateway knows the plan's spent 5-hour window resets (a usage read
+        may run in the background, so it is waited for)."""
+        deadline = time.monotonic() + 5
+        while True:
+            states = self.gateway.quota.connection_states(self.clock.now())  # type: ignore[union-attr]
+            resets = [w.resets_at for w in states[connection_id].windows if w.name == "5h"]
+            if resets and resets[0] is not None and resets[0] > self.clock.now():
+                return resets[0]
+            assert time.monotonic() < deadline, f"the gateway knows no 5h reset of {connection_id}"
+            time.sleep(0.02)
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
     clock = FakeClock(START)
-    glm = SimUpstream(_plan("glm-plan"), clock)
+    sims = {name: SimUpstream(_plan_scenario(plan), clock) for name, plan in PLANS.items()}
     cheap = SimUpstream(_cheap(), clock)
-    (tmp_path / "glm").write_text(glm.scenario.auth.token or "")
-    (tmp_path / "cheap").write_text(CHEAP_KEY)
-    with glm, cheap:
+    with sims["kimi"], sims["glm"], cheap:
+        connections: list[dict[str, Any]] = []
+        for name, plan in PLANS.items():
+            (tmp_path / name).write_text(sims[name].scenario.auth.token or "")
+            connections.append(
+                {
+                    "id": name,
+                    "provider": plan.provider,
+                    "auth": "apikey",
+                    "credential": {"file": str(tmp_path / name)},
+                    "base_url": f"{sims[name].url}{plan.path}",
+                    "models": [plan.model],
+                }
+            )
+        (tmp_path / "cheap").write_text(CHEAP_KEY)
+        connections.append(
+            {
+                "id": "cheap",
+                "provider": "deepseek",
+                "auth": "apikey",
+                "credential": {"file": str(tmp_path / "cheap")},
+                "base_url": f"{cheap.url}/v1",
+                "models": ["deepseek-chat"],
+            }
+        )
         settings = parse_settings(
             {
                 "ledger": {"path": str(tmp_path / "ledger.sqlite3")},
-                "quota": {"poll_interval_s": 0},
+                # Usage endpoints are read at start and after each reset, as in service:
+                # Kimi's spent-plan 403 names no reset, the last reading gives it.
+                "quota": {"poll_interval_s": 300},
                 "ladder": {"rung_budget_usd": {"cheap": None, "premium": None}},
-                "connections": [
-                    {
-                        "id": "glm",
-                        "provider": "glm-coding",
-                        "auth": "apikey",
-                        "credential": {"file": str(tmp_path / "glm")},
-                        "base_url": f"{glm.url}/api/coding/paas/v4",
-                        "models": ["glm-5.2"],
-                    },
-                    {
-                        "id": "cheap",
-                        "provider": "deepseek",
-                        "auth": "apikey",
-                        "credential": {"file": str(tmp_path / "cheap")},
-                        "base_url": f"{cheap.url}/v1",
-                        "models": ["deepseek-chat"],
-                    },
-                ],
+                "connections": connections,
             }
         )
         gateway = build_gateway(settings, read_secrets(settings), clock=clock)
         with BackgroundServer(uvicorn_config(gateway.app), "gateway") as server:
-            yield World(
-                clock, {"glm": glm}, cheap, gateway, server.url, tmp_path / "ledger.sqlite3"
-            )
+            yield World(clock, sims, cheap, gateway, server.url, tmp_path / "ledger.sqlite3")
 
 
 def _ledger_matches_tallies(world: World) -> None:
     world.gateway.ledger.flush()
     rows = read_rows(world.ledger, limit=1000)
-    sims = {**world.plans, "cheap": world.cheap}
-    for connection_id, sim in sims.items():
+    for connection_id, sim in {**world.plans, "cheap": world.cheap}.items():
         served = [r for r in rows if r["connection_id"] == connection_id and r["outcome"] == "ok"]
         tally = sim.tally.total()
         assert len(served) == tally.requests, connection_id
@@ -142,7 +186,7 @@ def _ledger_matches_tallies(world: World) -> None:
 
 def _until_refused(world: World, model: str) -> tuple[list[str], anthropic.APIStatusError]:
     served: list[str] = []
-    for _ in range(20):
+    for _ in range(30):
         try:
             served.append(world.send(model))
         except anthropic.APIStatusError as error:
@@ -150,21 +194,40 @@ def _until_refused(world: World, model: str) -> tuple[list[str], anthropic.APISt
     pytest.fail(f"{model} was never refused: {served}")
 
 
-def test_subscription_uses_the_plan_and_refuses_once_it_is_spent(world: World) -> None:
+def _until_cheap(world: World) -> list[str]:
+    served: list[str] = []
+    while not served or served[-1] != "cheap":
+        served.append(world.send("auto/thrifty"))
+        assert len(served) < 30, f"the plans were never spent: {served}"
+    return served
+
+
+def test_subscription_uses_both_plans_and_refuses_once_both_are_spent(world: World) -> None:
     served, refused = _until_refused(world, "auto/subscription")
-    assert set(served) == {"glm"}
+    assert set(served) == {"kimi", "glm"}
     assert refused.status_code == 429
+    assert isinstance(refused.body, dict)
+    assert refused.body["error"]["code"] == "subscription_unavailable"
     assert world.cheap.requests == []
-    # The plan was verified on its quota endpoint before it served.
-    assert world.plans["glm"].requests[0].path == "/api/monitor/usage/quota/limit"
+    # Each plan was verified on its own usage endpoint before it served.
+    for name, plan in PLANS.items():
+        assert world.plans[name].requests[0].path == plan.usage_path, name
     _ledger_matches_tallies(world)
 
 
-def test_thrifty_climbs_to_the_cheap_rung_and_comes_back_after_the_reset(world: World) -> None:
-    served = [world.send("auto/thrifty") for _ in range(10)]
-    first_cheap = served.index("cheap")
-    assert served[:first_cheap] == ["glm"] * first_cheap
-    assert served[first_cheap:] == ["cheap"] * (10 - first_cheap)
+def test_thrifty_climbs_to_the_cheap_rung_and_comes_back_after_each_plans_reset(
+    world: World,
+) -> None:
+    served = _until_cheap(world)
+    assert set(served[:-1]) == {"kimi", "glm"}, "both plans serve before the cheap rung"
+    assert world.reset_of("kimi") == pytest.approx(START + 2 * HOUR, abs=2)
+    assert world.reset_of("glm") == pytest.approx(START + 5 * HOUR, abs=2)
+
+    # Kimi's window resets first: the ladder comes back to it while GLM's is still spent.
+    world.clock.set(world.reset_of("kimi"))
+    again = _until_cheap(world)
+    assert set(again[:-1]) == {"kimi"}
+    # GLM's resets next: the ladder comes back to it, Kimi being spent again.
     world.clock.set(world.reset_of("glm"))
     assert world.send("auto/thrifty") == "glm"
     _ledger_matches_tallies(world)
