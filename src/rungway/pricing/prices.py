@@ -57,6 +57,15 @@ _PRICE_PROVIDER: Final[Mapping[str, str]] = {
 _UNPRICED: Final = frozenset({"copilot", "ollama"})
 
 # Antigravity serves Google's, Anthropic's and OpenAI's models: each is priced by its name.
+# Models a plan's endpoint serves under another name than the one genai-prices lists: Kimi
+# Code serves Moonshot's K2.7 Code as `kimi-for-coding` and K3 as `k3` (the mapping
+# CLIProxyAPI's Kimi executor applies the other way).
+_LISTED_AS: Final[Mapping[tuple[str, str], str]] = {
+    ("kimi-code", "kimi-for-coding"): "kimi-k2.7-code",
+    ("kimi-code", "kimi-for-coding-highspeed"): "kimi-k2.7-code-highspeed",
+    ("kimi-code", "k3"): "kimi-k3",
+}
+
 KNOWN_PROVIDERS: Final = frozenset(
     {*_PRICE_PROVIDER, *_UNPRICED, "anthropic-compatible", "openai-compatible", "antigravity"}
 )
@@ -115,6 +124,7 @@ def _bundled_snapshot() -> DataSnapshot:
 def _find_model(provider: str, model: str) -> ModelInfo | None:
     if provider in _UNPRICED:
         return None
+    model = _LISTED_AS.get((provider, model), model)
     try:
         _, info = _bundled_snapshot().find_provider_model(
             model, None, _PRICE_PROVIDER.get(provider), None

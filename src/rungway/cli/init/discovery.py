@@ -34,6 +34,11 @@ KEY_VARIABLES: tuple[tuple[str, Provider], ...] = (
     ("ZAI_API_KEY", "glm-coding"),
     ("ZHIPUAI_API_KEY", "glm-coding"),
     ("GLM_API_KEY", "glm-coding"),
+    # A Kimi Code console key, under the name the Kimi CLI reads it from (a Moonshot
+    # platform key is another account, which the coding endpoint refuses).
+    ("KIMI_API_KEY", "kimi-code"),
+    # A MiniMax Token Plan key (sk-cp-...), under the name MiniMax's own tools read it from.
+    ("MINIMAX_API_KEY", "minimax-token-plan"),
 )
 """The environment variables each provider's own tools read an API key from."""
 

@@ -41,11 +41,19 @@ _KEYED: dict[Provider, tuple[str, tuple[str, ...]]] = {
     "groq": ("groq", ("openai/gpt-oss-120b", "llama-3.3-70b-versatile")),
     "gemini": ("gemini-api", ("gemini-2.5-flash", "gemini-2.5-pro")),
     "glm-coding": ("glm-plan", ("glm-4.7", "glm-5.2")),
+    "kimi-code": ("kimi-plan", ("kimi-for-coding", "k3")),
+    "minimax-token-plan": ("minimax-plan", ("MiniMax-M2.7", "MiniMax-M3")),
 }
 
-_PLAN_KEYS: dict[Provider, str] = {
-    # A plan's own key: a subscription on rung 0, not a per-token bill.
-    "glm-coding": "GLM Coding Plan",
+_PLAN_KEYS: dict[Provider, tuple[str, str]] = {
+    # A plan's own key: a subscription on rung 0, not a per-token bill; and what becomes of
+    # a key of the same vendor that is not the plan's.
+    "glm-coding": ("GLM Coding Plan", "A platform key without the plan is refused (429, 1113)."),
+    "kimi-code": ("Kimi Code", "Only a Kimi Code console key serves; a Moonshot key is refused."),
+    "minimax-token-plan": (
+        "MiniMax Token Plan",
+        "Only its sk-cp- key serves; a pay-as-you-go sk-api- key is refused (401).",
+    ),
 }
 
 # Every connection above serves something below premium (a plan, a local model or a cheap
@@ -158,8 +166,8 @@ def build_starter(found: Discovery) -> Starter:
         plan = _PLAN_KEYS.get(key.provider)
         if plan is not None:
             comment = (
-                f"{plan} key from ${key.variable} (rung 0, subscription): tried first, never"
-                " billed per token. A platform key without the plan is refused (429, 1113)."
+                f"{plan[0]} key from ${key.variable} (rung 0, subscription): tried first, never"
+                f" billed per token. {plan[1]}"
             )
         credential = f"{{env: {key.variable}}}"
         blocks.append(
