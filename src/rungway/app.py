@@ -37,6 +37,7 @@ from rungway.metrics.registry import GatewayMetrics
 from rungway.models.capabilities import model_capabilities
 from rungway.pricing import PriceBook, classify_tier
 from rungway.pricing.prices import listed_context_window
+from rungway.protocol.clients import KNOWN_CLIENTS
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import PollTarget, UsagePoller
 from rungway.quota.store import StateStore
@@ -45,6 +46,7 @@ from rungway.routing.capabilities import model_categories
 from rungway.routing.resolve import ConnectionFacts, ModelTable
 from rungway.routing.rungs import rung_for
 from rungway.routing.snapshot import Roster, RosterConnection, ServedModel
+from rungway.routing.terms import ConnectionTerms, parse_terms
 from rungway.server.admin import AdminApi
 from rungway.server.app import GatewayApp
 from rungway.server.auth import ClientKeys
@@ -329,6 +331,7 @@ def builtin_catalog() -> list[CatalogEntry]:
             billing=BillingClass(entry["billing"]),
             overage=entry["overage"],
             reason=" ".join(entry["reason"].split()),
+            terms=parse_terms(entry["terms"], KNOWN_CLIENTS) if "terms" in entry else None,
         )
         for entry in yaml.safe_load(text)
     ]
@@ -368,9 +371,14 @@ def build_roster(settings: Settings) -> Roster:
                 )
             )
         api = provider_entry(config.provider).adapter.api.value
+        terms = ConnectionTerms(
+            catalog.terms(config.provider, config.auth.value),
+            widened=config.clients == "any",
+            client_key=config.client_key,
+        )
         connections.append(
             RosterConnection(
-                config.id, config.provider, config.auth.value, api, billing, tuple(served)
+                config.id, config.provider, config.auth.value, api, billing, tuple(served), terms
             )
         )
     return Roster(connections)

@@ -125,6 +125,13 @@ class ConnectionConfig(_Frozen):
     names), or `direct` for none; a URL with a password is better read from `{env: VAR}` or
     `{file: PATH}`. Unset, the environment's `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
     `NO_PROXY` decide (`rungway.egress`)."""
+    clients: Literal["terms", "any"] = "terms"
+    """Which clients a plan connection serves: `terms`, only those its plan's terms allow
+    (the billing catalog's `terms.clients`; Claude plans: Claude Code); `any`, every
+    client, the operator's choice past those terms, shown wherever the connection is."""
+    client_key: Annotated[str, Field(pattern=NAME, max_length=64)] | None = None
+    """The one client key (`client_keys[].name`) this connection serves, for a plan that is
+    one person's; requests made with any other key skip it."""
 
     @field_validator("proxy")
     @classmethod
@@ -363,6 +370,12 @@ class Settings(_Frozen):
         names = [key.name for key in self.client_keys]
         if len(names) != len(set(names)):
             raise ValueError("client_keys: every key needs a distinct `name`")
+        for index, connection in enumerate(self.connections):
+            if connection.client_key is not None and connection.client_key not in names:
+                raise ValueError(
+                    f"connections[{index}].client_key {connection.client_key!r} names no "
+                    f"key in client_keys ({', '.join(names) or 'none configured'})"
+                )
         return self
 
 

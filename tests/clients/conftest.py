@@ -165,13 +165,20 @@ class World:
 
 
 def _scenario(
-    name: str, reply: str, tool_calls: Sequence[Mapping[str, Any]] = (), subscription: bool = False
+    name: str,
+    reply: str,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+    subscription: bool = False,
+    widened: bool = False,
 ) -> Scenario:
-    """A built-in scenario with a known reply (and tools), and roomy windows for a plan."""
+    """A built-in scenario with a known reply (and tools), and roomy windows for a plan;
+    `widened`, a plan that does not check its client."""
     raw = load_scenario(builtin_scenario(name)).model_dump(mode="json")
     raw["response"] = {**raw["response"], "text": reply, "tool_calls": list(tool_calls)}
     if subscription:
         raw["windows"] = [{**w, "capacity": SUBSCRIPTION_WINDOW_CAPACITY} for w in raw["windows"]]
+    if widened:
+        raw["auth"] = {**raw["auth"], "clients": "any"}
     return Scenario.model_validate(raw)
 
 
@@ -231,16 +238,22 @@ def start_world(tmp_path: Path) -> Iterator[StartWorld]:
     (a Gemini Code Assist login, with a free-tier Gemini API key as the free rung).
 
     `tool_calls` lists the tools the simulated plan asks for when a request offers them.
+    `widened` serves any client from the plan (its connection's `clients: any`), and its
+    simulator does not check the client: for a CLI that its plan's terms do not name.
     """
     stops: list[Callable[[], None]] = []
 
-    def start(subscription: str, *, tool_calls: Sequence[Mapping[str, Any]] = ()) -> World:
+    def start(
+        subscription: str, *, tool_calls: Sequence[Mapping[str, Any]] = (), widened: bool = False
+    ) -> World:
         if subscription not in _SUBSCRIPTIONS:
             raise ValueError(f"unknown subscription {subscription!r}")
         plan = _SUBSCRIPTIONS[subscription]
         folder = tmp_path / "world"
         folder.mkdir()
-        sim = SimUpstream(_scenario(plan.scenario, plan.reply, tool_calls, subscription=True))
+        sim = SimUpstream(
+            _scenario(plan.scenario, plan.reply, tool_calls, subscription=True, widened=widened)
+        )
         free = (
             SimUpstream(_scenario("gemini-api", FREE_REPLY)) if subscription == "gemini" else None
         )
@@ -258,6 +271,7 @@ def start_world(tmp_path: Path) -> Iterator[StartWorld]:
                 sim=sim,
                 folder=folder,
             )
+            | ({"clients": "any"} if widened else {})
         ]
         if free is not None:
             connections.append(

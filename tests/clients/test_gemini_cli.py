@@ -119,10 +119,28 @@ def _served(world: World, rung: str, connection_id: str, tried: set[str]) -> dic
     return row
 
 
-def test_gemini_cli_is_served_by_a_claude_plan_and_then_by_the_cheap_rung(
+def test_gemini_cli_is_kept_off_a_claude_plan_by_its_terms_and_served_by_the_cheap_rung(
     start_world: StartWorld, gemini: MakeGemini
 ) -> None:
     world = start_world("claude")
+
+    report = _output(gemini(world).run("Say hello."))
+
+    assert report["response"].strip() == CHEAP_REPLY
+    row = _served(world, "cheap", "cheap", tried=set())
+    _assert_same_usage(report, row)
+    skipped = {
+        (skip["connection"], skip["reason"], skip["detail"]) for skip in row["plan"]["skipped"]
+    }
+    assert ("claude-plan", "terms", "terms: claude plans serve Claude Code only") in skipped
+    assert not inference_requests(world.subscription), "the plan was never asked"
+    _assert_clean_gateway_calls(world)
+
+
+def test_gemini_cli_is_served_by_a_widened_claude_plan_and_then_by_the_cheap_rung(
+    start_world: StartWorld, gemini: MakeGemini
+) -> None:
+    world = start_world("claude", widened=True)
     cli = gemini(world)
 
     report = _output(cli.run("Say hello."))
@@ -226,7 +244,8 @@ def _gemini_tool_turn(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[
 def test_gemini_cli_runs_the_shell_tool_the_plan_asks_for(
     start_world: StartWorld, gemini: MakeGemini, subscription: str, connection_id: str
 ) -> None:
-    world = start_world(subscription, tool_calls=[SHELL_CALL])
+    # A Claude plan serves the Gemini CLI only widened: its terms name Claude Code.
+    world = start_world(subscription, tool_calls=[SHELL_CALL], widened=subscription == "claude")
 
     report = _output(gemini(world).run("Run the command that prints the rungway marker.", "--yolo"))
 

@@ -34,6 +34,13 @@ CHEAP_KEY = "sk-integration-cheap"
 BACKUP_KEY = "sk-integration-backup"
 CLAUDE = "claude-sonnet-4-5"
 DEEPSEEK = "deepseek-chat"
+CLAUDE_CODE_HEADERS = {
+    "user-agent": "claude-cli/2.1.332 (external, cli)",
+    "x-app": "cli",
+    "anthropic-beta": "claude-code-20250219",
+}
+"""What Claude Code sends that its plan's terms and Anthropic's servers look for
+(provider-signals A2.2, A2.6): a client standing in for Claude Code sends them."""
 
 
 def _scenario(name: str, api: str, headers: str, auth: dict[str, str], model: str) -> Scenario:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from rungway.sim import HttpErrorFault
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 from .conftest import CLAUDE, DEEPSEEK, RunningGateway, StartGateway, Upstreams
 
@@ -21,7 +22,9 @@ ADMIN_KEY = "rw-admin-integration"
 
 
 def _served_by(gateway: RunningGateway, model: str = "auto/thrifty") -> str:
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
     return raw.headers["x-rungway-connection"]
 
@@ -222,7 +225,12 @@ def test_a_disabled_connection_leaves_the_ladder_and_named_models_until_enabled(
     assert _served_by(gateway) == "cheap", "thrifty steps past the disabled plan"
     assert _served_by(gateway, CLAUDE) == "api", "a named model skips it too"
     with (
-        anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client,
+        anthropic.Anthropic(
+            base_url=gateway.url,
+            api_key="unused",
+            max_retries=0,
+            default_headers=CLAUDE_CODE_HEADERS,
+        ) as client,
         pytest.raises(anthropic.APIStatusError) as refused,
     ):
         client.messages.create(model="auto/subscription", max_tokens=64, messages=HELLO)

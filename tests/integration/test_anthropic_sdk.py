@@ -5,11 +5,22 @@ from __future__ import annotations
 import anthropic
 import httpx
 
-from tests.integration.conftest import CLAUDE, SUBSCRIPTION_TOKEN, StartGateway, Upstreams
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    SUBSCRIPTION_TOKEN,
+    StartGateway,
+    Upstreams,
+)
 
 
 def _client(url: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="client-key-not-for-upstreams", max_retries=0)
+    return anthropic.Anthropic(
+        base_url=url,
+        api_key="client-key-not-for-upstreams",
+        max_retries=0,
+        default_headers=CLAUDE_CODE_HEADERS,
+    )
 
 
 def test_message_goes_to_the_plan_with_the_plans_own_credential(
@@ -32,7 +43,7 @@ def test_message_goes_to_the_plan_with_the_plans_own_credential(
     assert received.header("x-api-key") is None
     assert received.header("anthropic-beta") == "claude-code-20250219,oauth-2025-04-20"
     assert received.header("x-app") == "cli"
-    assert (received.header("user-agent") or "").startswith("Anthropic/Python")
+    assert received.header("user-agent") == CLAUDE_CODE_HEADERS["user-agent"]
 
     (row,) = gateway.rows()
     assert row["connection_id"] == "plan"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream, builtin_scenario
-from rungway.sim.plan_settings import KimiSpec
 
 START = 1_790_000_000.0
 FIVE_HOURS = 5 * 3600.0
@@ -103,16 +101,6 @@ class World:
         raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
         return raw.headers["x-rungway-connection"]
 
-    def wait_for_spent_window(self) -> None:
-        """Wait for the background usage read that finds the 5-hour window spent."""
-        deadline = time.monotonic() + 5
-        while True:
-            states = self.gateway.quota.connection_states(self.clock.now())  # type: ignore[union-attr]
-            if any(w.name == "5h" and w.used_percent == 100 for w in states[self.name].windows):
-                return
-            assert time.monotonic() < deadline, f"no usage read found {self.name}'s 5h spent"
-            time.sleep(0.02)
-
     def reset_of(self) -> float:
         """When the gateway knows the plan's spent 5-hour window resets (its first usage
         read runs in the background, so it is waited for)."""
@@ -129,15 +117,9 @@ class World:
 @pytest.fixture(params=sorted(PLANS))
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     name = request.param
-    with _running(name, _plan_scenario(PLANS[name]), tmp_path) as running:
-        yield running
-
-
-@contextmanager
-def _running(name: str, scenario: Scenario, tmp_path: Path) -> Iterator[World]:
     plan = PLANS[name]
     clock = FakeClock(START)
-    sim = SimUpstream(scenario, clock)
+    sim = SimUpstream(_plan_scenario(plan), clock)
     cheap = SimUpstream(_cheap(), clock)
     (tmp_path / "plan").write_text(sim.scenario.auth.token or "")
     (tmp_path / "cheap").write_text(CHEAP_KEY)
@@ -229,24 +211,3 @@ def test_an_openai_client_is_served_from_the_plan(world: World) -> None:
     assert raw.headers["x-rungway-connection"] == world.name
     assert raw.parse().choices[0].message.content
     _ledger_matches_tallies(world)
-
-
-def test_kimi_with_a_booster_wallet_never_serves_subscription(tmp_path: Path) -> None:
-    # The wallet pays for requests past the plan's windows: a plan that bills past its
-    # quota is metered, whatever its windows say, and stays out of auto/subscription.
-    scenario = _plan_scenario(PLANS["kimi"]).model_copy(
-        update={"kimi": KimiSpec(booster_cents=350.0)}
-    )
-    with _running("kimi", scenario, tmp_path) as world:
-        with pytest.raises(anthropic.APIStatusError) as refused:
-            world.send("auto/subscription")
-        assert refused.value.status_code in (429, 503)
-        assert world.sim.tally.total().requests == 0
-        # Past its spent window the wallet would keep it serving, billed: once the next
-        # usage read shows the window spent, thrifty moves on to the cheap rung instead.
-        world.sim.set_window_used("5h", PLANS["kimi"].capacity)
-        world.clock.advance(301)
-        world.wait_for_spent_window()
-        assert world.send("auto/thrifty") == "cheap"
-        assert world.sim.tally.total().requests == 0
-        _ledger_matches_tallies(world)

@@ -25,6 +25,7 @@ from rungway.config import parse_settings
 from rungway.credentials.secrets import read_secrets
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 START = 1_790_000_000.0
 SUBSCRIPTION_TOKEN = "sk-ant-oat01-flapping-plan"
@@ -99,7 +100,12 @@ def _served(
         BackgroundServer(uvicorn_config(gateway.app), "gateway") as server,
         httpx.Client(base_url=server.url) as admin,
         httpx.Client(base_url=subscription.url) as control,
-        anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0) as claude,
+        anthropic.Anthropic(
+            base_url=server.url,
+            api_key="unused",
+            max_retries=0,
+            default_headers=CLAUDE_CODE_HEADERS,
+        ) as claude,
     ):
         for remaining_percent in levels:
             # The usage endpoint allows about 30 reads an hour: one step every 150 s.

@@ -71,6 +71,8 @@ def _start(
                 "base_url": f"{plan.url}/v1internal",
                 "token_url": f"{plan.url}/token",
                 "models": [FLASH],
+                # Reached with httpx, not the Gemini CLI its terms name: widened on purpose.
+                "clients": "any",
             }
         ],
     )

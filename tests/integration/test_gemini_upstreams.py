@@ -123,6 +123,9 @@ def world(tmp_path: Path) -> Iterator[World]:
                 "credential": {"file": str(tmp_path / cid)},
                 "base_url": base_url,
                 "models": [model],
+                # These tests reach the plan from SDKs, not the Gemini CLI its terms name:
+                # widened on purpose (the simulated Code Assist does not check the client).
+                **({"clients": "any"} if auth == "oauth" else {}),
             }
 
         settings = parse_settings(

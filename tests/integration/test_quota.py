@@ -22,6 +22,7 @@ from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 START = 1_790_000_000.0
 SUBSCRIPTION_TOKEN = "sk-ant-oat01-quota-plan"
@@ -40,7 +41,9 @@ class World:
     ledger: Path
 
     def claude(self) -> anthropic.Anthropic:
-        return anthropic.Anthropic(base_url=self.url, api_key="unused", max_retries=0)
+        return anthropic.Anthropic(
+            base_url=self.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+        )
 
     def send(self, model: str = "auto/thrifty") -> str:
         raw = self.claude().messages.with_raw_response.create(

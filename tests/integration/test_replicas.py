@@ -50,7 +50,9 @@ def _subscription() -> Scenario:
             "api": "anthropic",
             "quota_headers": "anthropic-unified",
             "usage_endpoint": "claude",
-            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
+            # These tests send the OpenAI shape through the plan: it does not check its
+            # client here, and its connection is widened (`clients: any`).
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN, "clients": "any"},
             "models": [{"id": CLAUDE, "context_window": 200000, "max_output_tokens": 8192}],
             "windows": [
                 {
@@ -184,6 +186,7 @@ def cluster(sims: Sims, tmp_path: Path, redis_prefix: str, pg_schema: str) -> It
             "credential": {"file": str(tmp_path / f"{name}.secret")},
             "base_url": url,
             "models": [model],
+            **({"clients": "any"} if auth == "oauth" else {}),
         }
 
     document: dict[str, Any] = {

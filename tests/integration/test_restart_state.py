@@ -22,6 +22,7 @@ from rungway.config import parse_settings
 from rungway.credentials.secrets import read_secrets
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 START = 1_790_000_000.0
 SUBSCRIPTION_TOKEN = "sk-ant-oat01-restart-plan"
@@ -64,7 +65,9 @@ class Running:
 
     def __init__(self, url: str) -> None:
         self.admin = httpx.Client(base_url=url)
-        self.claude = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+        self.claude = anthropic.Anthropic(
+            base_url=url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+        )
 
     def served(self) -> str:
         """The connection that served one `auto/thrifty` request."""

@@ -23,6 +23,7 @@ from .conftest import (
     BACKUP_KEY,
     CHEAP_KEY,
     CLAUDE,
+    CLAUDE_CODE_HEADERS,
     DEEPSEEK,
     START,
     StartGateway,
@@ -116,7 +117,12 @@ def _traffic(url: str, subscription: SimUpstream, sims: Upstreams) -> list[str]:
     """Every kind of request, success and failure; returns the bodies clients saw."""
     seen: list[str] = []
     alice = {"authorization": f"Bearer {CLIENT_KEYS['alice']}"}
-    bob = {"x-api-key": CLIENT_KEYS["bob"], "anthropic-version": "2023-06-01"}
+    # Bob uses Claude Code, which the plan's terms allow.
+    bob = {
+        "x-api-key": CLIENT_KEYS["bob"],
+        "anthropic-version": "2023-06-01",
+        **CLAUDE_CODE_HEADERS,
+    }
     claude = {"model": CLAUDE, "max_tokens": 32, "messages": [{"role": "user", "content": "hi"}]}
     chat = {"model": DEEPSEEK, "messages": [{"role": "user", "content": "hi"}]}
     with httpx.Client(base_url=url, timeout=10) as client:

@@ -23,6 +23,7 @@ from rungway.cli.times import countdown
 from rungway.credentials.store import CredentialStore, StoredCredential
 from rungway.ledger.sqlite import SqliteLedger
 from rungway.sim import HttpErrorFault
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 from .conftest import CHEAP_KEY, DEEPSEEK, StartGateway, Upstreams
 
@@ -49,7 +50,9 @@ def test_status_shows_each_rung_with_windows_countdowns_cooldowns_and_disabled(
 ) -> None:
     # The gateway reads the plan's clock, which earlier tests may have moved past START.
     gateway = start_gateway(clock=sims.subscription.fake_clock)
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         # The plan answers once (its window is read from the headers), then a 529 rests it.
         client.messages.create(model="claude-sonnet-4-5", max_tokens=32, messages=HELLO)
         sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
@@ -76,7 +79,9 @@ def test_connections_list_dates_in_iso_a_cooldown_in_one_sentence_a_past_reset_a
 ) -> None:
     clock = sims.subscription.fake_clock
     gateway = start_gateway(clock=clock)
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         assert client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)
         sims.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
         client.messages.create(model="auto/thrifty", max_tokens=32, messages=HELLO)

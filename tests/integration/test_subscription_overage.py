@@ -58,7 +58,10 @@ def _claude_subscription() -> Scenario:
             "quota_headers": "anthropic-unified",
             "usage_endpoint": "claude",
             "extra_usage": {"enabled": True, "monthly_limit": 5000, "used_credits": 1234},
-            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN},
+            # These tests are about billing past a plan's quota, sent in the OpenAI shape for
+            # both vendors: the plan does not check its client here, and its connection is
+            # widened (`clients: any`) below.
+            "auth": {"kind": "bearer", "token": SUBSCRIPTION_TOKEN, "clients": "any"},
             "models": [{"id": "claude-sonnet-4-5"}],
             "windows": _windows(),
             "response": {"output_tokens": 12},
@@ -189,6 +192,7 @@ def _world(tmp_path: Path, vendor: str) -> Iterator[World]:
                         "credential": {"file": str(tmp_path / "plan")},
                         "base_url": subscription_entry["base_url"],
                         "models": [model],
+                        "clients": "any",
                     },
                     {
                         "id": "other",

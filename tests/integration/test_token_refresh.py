@@ -17,6 +17,7 @@ from rungway.clock import FakeClock
 from rungway.credentials.store import KEY_ENV, CredentialStore, StoredCredential
 from rungway.sim import Scenario, SimUpstream
 from rungway.sim.oauth.token_spec import TokenFault
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 from .conftest import CLAUDE, START, StartGateway
 
@@ -99,7 +100,7 @@ def _start(start_gateway: StartGateway, subscription: SimUpstream, store: Creden
 def _send(url: str) -> httpx.Response:
     return httpx.post(
         f"{url}/v1/messages",
-        headers={"x-api-key": "unused", "anthropic-version": "2023-06-01"},
+        headers={"x-api-key": "unused", "anthropic-version": "2023-06-01", **CLAUDE_CODE_HEADERS},
         json=HELLO,
         timeout=10,
     )

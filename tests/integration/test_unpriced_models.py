@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from rungway.sim import QuotaExhaustedFault, Scenario, SimUpstream
+from rungway.sim import Scenario, SimUpstream
 from tests.integration.conftest import CLAUDE, SUBSCRIPTION_TOKEN, StartGateway, Upstreams
 
 HOUSE = "house-coder-1"
@@ -74,11 +74,11 @@ def test_an_unpriced_model_on_a_budgeted_rung_is_skipped_with_the_fix(
         _client(gateway.url).chat.completions.create(model=HOUSE, messages=HELLO)
     assert named.value.status_code == 503
     assert FIX in named.value.message
-    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
-    # The plan answers 429 and nothing is left to climb to.
+    # The Claude plan's terms keep this client off it, and nothing is left to climb to.
     with pytest.raises(openai.APIStatusError) as laddered:
         _client(gateway.url).chat.completions.create(model="auto/thrifty", messages=HELLO)
-    assert laddered.value.status_code == 429
+    assert laddered.value.status_code == 503
+    assert "plan: terms (terms: claude plans serve Claude Code only)" in laddered.value.message
     assert house.requests == [], "a budget cannot bind a model it cannot price"
     rows = gateway.rows()
     skips = [skip for row in rows if row["plan"] for skip in row["plan"]["skipped"]]

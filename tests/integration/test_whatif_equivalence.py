@@ -29,6 +29,7 @@ from rungway.whatif.outcome import World
 from rungway.whatif.plans import PlanQuota, PlanWindow
 from rungway.whatif.policies import LadderPolicy
 from rungway.whatif.trace import Trace, TraceRequest
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 START = 1_790_000_000.0
 HOUR = 3600.0
@@ -137,7 +138,13 @@ def _served(settings: Settings, clock: FakeClock, trace: Trace) -> list[str]:
     served = []
     with (
         BackgroundServer(uvicorn_config(gateway.app), "gateway") as server,
-        anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0) as claude,
+        # The trace stands for Claude Code's traffic, which the plan's terms allow.
+        anthropic.Anthropic(
+            base_url=server.url,
+            api_key="unused",
+            max_retries=0,
+            default_headers=CLAUDE_CODE_HEADERS,
+        ) as claude,
     ):
         for request in trace:
             clock.set(request.at)

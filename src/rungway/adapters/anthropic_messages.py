@@ -34,6 +34,7 @@ from rungway.quota import (
     read_anthropic_api_key,
     read_anthropic_overage,
     read_anthropic_unified,
+    refuses_client,
 )
 from rungway.quota.poller import PollTarget
 from rungway.quota.usage import read_claude_usage
@@ -117,6 +118,8 @@ class AnthropicMessagesAdapter:
             if headers.get("anthropic-ratelimit-unified-status") == "rejected":
                 return failure(FailureClass.QUOTA_EXHAUSTED, retry_after)
             return failure(FailureClass.RATE_LIMITED, retry_after)
+        if refuses_client(status, message):
+            return failure(FailureClass.TERMS)
         if status == 402 or kind == "billing_error" or "credit balance" in message.lower():
             return failure(FailureClass.BILLING)
         if status in (401, 403):

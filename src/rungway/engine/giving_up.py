@@ -21,6 +21,7 @@ GIVE_UP_STATUS = {
     FailureClass.TIMEOUT: 504,
     FailureClass.NETWORK: 502,
     FailureClass.CONTEXT_TOO_LONG: 400,
+    FailureClass.TERMS: 403,
 }
 """The status a client gets when the last failure was of each class."""
 

@@ -18,17 +18,19 @@ from rungway.adapters.base import Adapter, Connection
 from rungway.clock import Clock
 from rungway.engine.call import Call, Refusal
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
+from rungway.protocol.clients import recognise_client
 from rungway.routing.autoid import BadAutoId, Ladder
 from rungway.routing.billing import BillingClass
 from rungway.routing.gates import price_verdict
 from rungway.routing.ladder import RouteRequest, plan_route
 from rungway.routing.named import gate_named
 from rungway.routing.needs import request_needs
-from rungway.routing.plan import Candidate, RoutePlan, Skip
+from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import ConnectionState, Roster, ServedModel, Snapshot
+from rungway.routing.terms import RequestClient, TermsGate
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,10 @@ class Planner:
         ladder: LadderInputs,
         connections: Mapping[str, Connection],
         adapter_for: Callable[[str], Adapter],
+        judge_terms: bool = True,
     ) -> None:
+        """`judge_terms=False` leaves the plans' terms and bound keys out (a what-if replay,
+        whose trace does not say which client sent each request)."""
         self.table = table
         self._ladder = ladder
         self._connections = connections
@@ -110,6 +115,7 @@ class Planner:
             for served in connection.models
         }
         self._named: dict[str, Plan] = {}
+        self._terms = TermsGate(ladder.roster.connections.values() if judge_terms else ())
         self._subscription_connections = [
             connection.id
             for connection in ladder.roster.connections.values()
@@ -123,9 +129,15 @@ class Planner:
         or the connections' state turn away gets a plan with no routes and its `refusal`,
         so that the engine records it."""
         model: str = call.body["model"]
+        # Who sent it matters only where a plan's terms or a bound key keep clients off.
+        client = (
+            RequestClient(recognise_client(call.headers), call.client_key)
+            if self._terms.restricts
+            else None
+        )
         known = self._named.get(model)
         if known is not None:
-            return self._without_disabled(known)
+            return self._without_disabled(known, client)
         try:
             resolution = self.table.resolve(model)
         except UnknownModel as error:
@@ -144,7 +156,7 @@ class Planner:
                         if not states.get(c, _ENABLED).disabled
                     ]
                 )
-            return self._ladder_plan(call, resolution)
+            return self._ladder_plan(call, resolution, client)
         named = self._named_plan(resolution)
         if resolution.exact:
             # A name a glob alias matched is one of endlessly many a client can make up:
@@ -152,21 +164,28 @@ class Planner:
             if len(self._named) >= _NAMED_PLANS_KEPT:
                 self._named.clear()
             self._named[model] = named
-        return self._without_disabled(named)
+        return self._without_disabled(named, client)
 
-    def _without_disabled(self, named: Plan) -> Plan:
-        """A named plan less the connections disabled or resting (most often: unchanged).
+    def _without_disabled(self, named: Plan, client: RequestClient | None) -> Plan:
+        """A named plan less the connections disabled, resting or kept off by their plan's
+        terms for this client (most often: unchanged).
 
         A connection cooling down or behind an open breaker is not asked while another can
         serve; when every one rests, the answer is a 429 until the first comes back."""
         now = self._ladder.clock.now()
-        gated = gate_named(named.route_plan, self._ladder.state.connection_states(now), now)
+        states = self._ladder.state.connection_states(now)
+        gated = gate_named(named.route_plan, states, now, self._terms.skips(client))
         if gated is named.route_plan:
             return named
         requested = named.resolution.requested
         if not gated.candidates:
             skipped = gated.skipped
-            if gated.earliest_reset is None:
+            kept_off = [s for s in skipped if s.reason in (SkipReason.TERMS, SkipReason.CLIENT_KEY)]
+            if kept_off and gated.earliest_reset is None:
+                reasons = "; ".join(_describe(skip) for skip in skipped[:12])
+                message = f"no connection serving {requested} may serve this client: {reasons}"
+                refusal = Refusal(403, message, kept_off[0].reason.value)
+            elif gated.earliest_reset is None:
                 ids = ", ".join(skip.connection_id or "" for skip in skipped)
                 message = (
                     f"every connection serving {requested} is disabled ({ids}); "
@@ -186,7 +205,9 @@ class Planner:
         routes = [route for route in named.routes if route.connection.id in kept]
         return Plan.of(named.resolution, routes, gated)
 
-    def _ladder_plan(self, call: Call, resolution: Resolution) -> Plan | Refusal:
+    def _ladder_plan(
+        self, call: Call, resolution: Resolution, client: RequestClient | None
+    ) -> Plan | Refusal:
         spec = resolution.auto
         assert spec is not None
         ladder = self._ladder
@@ -195,7 +216,7 @@ class Planner:
             ladder.roster, ladder.state.connection_states(now), ladder.budget.rung_spend(now)
         )
         needs = request_needs(call.api, call.body, call.raw_body)
-        request = RouteRequest(resolution.requested, spec, call.api.value, needs)
+        request = RouteRequest(resolution.requested, spec, call.api.value, needs, client)
         route_plan = plan_route(request, ladder.settings, snapshot, now)
         routes = [
             self._route(Target(connection_id, candidate.model), candidate.rung)

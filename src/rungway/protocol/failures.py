@@ -20,6 +20,10 @@ class FailureClass(StrEnum):
     NETWORK = "network"
     CONTEXT_TOO_LONG = "context_too_long"
     BAD_REQUEST = "bad_request"
+    TERMS = "terms"
+    """The plan refuses this client (a Claude plan serves Claude Code only): no cooldown and
+    no breaker, since it serves the clients its terms allow; the request goes on as if the
+    connection had been skipped."""
 
 
 class UnreadableUpstream(ValueError):

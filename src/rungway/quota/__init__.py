@@ -13,6 +13,7 @@ from rungway.quota.errors import (
     read_gemini_error,
     read_gemini_minute_window,
     read_openrouter_error,
+    refuses_client,
 )
 from rungway.quota.headers import (
     NO_OVERAGE,
@@ -60,4 +61,5 @@ __all__ = [
     "read_openrouter_error",
     "read_openrouter_key",
     "read_x_ratelimit",
+    "refuses_client",
 ]

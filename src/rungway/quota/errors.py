@@ -57,6 +57,21 @@ _TRY_AGAIN_IN = re.compile(r"try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)\b"
 _GEMINI_DAY_ZONE = "America/Los_Angeles"
 
 
+_CLIENT_REFUSALS = ("only authorized for use with claude code",)
+"""What a plan's refusal of another client says, lower-cased (provider-signals A2.6)."""
+
+
+def refuses_client(status: int, message: str) -> bool:
+    """True when an error answers that this plan login does not serve the request's
+    client: Anthropic's 400 "This credential is only authorized for use with Claude Code"
+    (provider-signals A2.6). It is the client, not the connection, that cannot be served:
+    the login stays usable for the clients its terms allow."""
+    if status not in (400, 401, 403):
+        return False
+    lowered = message.lower()
+    return any(refusal in lowered for refusal in _CLIENT_REFUSALS)
+
+
 def read_codex_error(status: int, body: bytes, *, now: float) -> ErrorSignal:
     """A ChatGPT plan error from the Codex backend (docs/provider-signals.md A4.5)."""
     if status != 429:

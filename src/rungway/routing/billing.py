@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # terms.py names skip reasons, whose module imports this one.
+    from rungway.routing.terms import PlanTerms
 
 
 class BillingClass(StrEnum):
@@ -42,6 +47,9 @@ class CatalogEntry:
     overage: Overage | str
     reason: str
     source: str = "built-in"
+    terms: PlanTerms | None = None
+    """Who may use the plan, from its terms page; a plan entry (billing `subscription`)
+    always states them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,19 @@ class Catalog:
             label,
             live_overage=entry.overage == LIVE,
         )
+
+    def terms(self, provider: str, auth: str) -> PlanTerms | None:
+        """The terms of a `provider` connection with `auth`: from the first entry, in tier
+        order, that states terms for it (auth-specific first). An operator's billing entry
+        changes a plan's billing, never its terms: only `clients: any` widens them."""
+        for tier in self._tiers:
+            of_provider = [e for e in tier if e.provider == provider and e.terms is not None]
+            entry = next((e for e in of_provider if e.auth == auth), None) or next(
+                (e for e in of_provider if e.auth is None), None
+            )
+            if entry is not None:
+                return entry.terms
+        return None
 
 
 def _overage(rule: Overage | str, overage_permitted: bool | None) -> Overage:

@@ -1,7 +1,9 @@
 """`plan_route`: the ladder as a plain function over a frozen snapshot and a given instant.
 
-A connection an operator disabled is never planned, and a model that lacks what the request
-needs (vision, tool use, room for the prompt, structured output) is skipped with the reason.
+A connection an operator disabled is never planned, a plan whose terms do not allow the
+request's client (or one bound to another client key) is skipped for it, and a model that
+lacks what the request needs (vision, tool use, room for the prompt, structured output) is
+skipped with the reason.
 `auto/subscription` (fail closed) keeps only plan connections that are verified usable:
 subscription billing, a hard-stop
 overage (the catalog's, unless the account's live flag says it bills past its quota), fresh
@@ -48,6 +50,7 @@ from rungway.routing.snapshot import (
     RosterConnection,
     Snapshot,
 )
+from rungway.routing.terms import RequestClient, TermsGate
 
 _NO_STATE = ConnectionState()
 _HEALTH = {BreakerState.CLOSED: 1.0, BreakerState.HALF_OPEN: 0.5, BreakerState.OPEN: 0.0}
@@ -65,6 +68,9 @@ class RouteRequest:
     spec: AutoSpec
     api: str
     needs: RequestNeeds = NO_NEEDS
+    client: RequestClient | None = None
+    """Who sent it, for the plans' terms; None leaves the terms out (a what-if replay of
+    traffic assumed to come from the clients each plan allows). The gateway always says."""
 
 
 def plan_route(
@@ -107,6 +113,7 @@ class _Index:
 
     def __init__(self, snapshot: Snapshot) -> None:
         roster = snapshot.roster
+        self.terms = TermsGate(roster.connections.values())
         self.subscription_skips: dict[str, Skip] = {}
         for connection in roster.connections.values():
             if connection.billing.live_overage:
@@ -236,12 +243,19 @@ class _Planner:
         A connection speaking another API than the request's is judged like any other: the
         engine translates between them."""
         subscription_skips = self.index.subscription_skips if self.strict else {}
+        terms_skips = self.index.terms.skips(self.request.client)
         states = self.snapshot.states
         for connection in self.snapshot.roster.connections.values():
             state = states.get(connection.id, _NO_STATE)
             if state.disabled:
                 # The operator's word comes first: it is the reason they will look for.
                 self.skipped.append(_skip(disabled_verdict(state), connection))
+                continue
+            kept_off = terms_skips.get(connection.id)
+            if kept_off is not None:
+                # The plan's terms (or its bound key) rule this client out, however much
+                # quota it has left.
+                self.skipped.append(kept_off)
                 continue
             static = subscription_skips.get(connection.id)
             if static is not None:

@@ -32,6 +32,10 @@ class SkipReason(StrEnum):
     NO_TOOL_USE = "no_tool_use"
     CONTEXT_TOO_SMALL = "context_too_small"
     NO_STRUCTURED_OUTPUT = "no_structured_output"
+    TERMS = "terms"
+    """The plan's terms do not allow the request's client (`routing/terms.py`)."""
+    CLIENT_KEY = "client_key"
+    """The connection is bound to another client key (its `client_key:`)."""
 
 
 class Skip(NamedTuple):

@@ -18,6 +18,7 @@ from rungway.pricing import Tier
 from rungway.routing.autoid import Category
 from rungway.routing.billing import BillingVerdict
 from rungway.routing.rungs import Rung
+from rungway.routing.terms import UNRESTRICTED, ConnectionTerms
 
 
 class WindowStatus(StrEnum):
@@ -105,6 +106,8 @@ class RosterConnection:
     api: str
     billing: BillingVerdict
     models: tuple[ServedModel, ...]
+    terms: ConnectionTerms = UNRESTRICTED
+    """Which requests its plan's terms and its config let it serve."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,3 +38,24 @@ def credential_check(
         return None if sent == auth.token else unauthorized(sent)
 
     return authenticate
+
+
+CLAUDE_CODE_ONLY = (
+    "This credential is only authorized for use with Claude Code and cannot be used for "
+    "other API requests."
+)
+"""Anthropic's refusal of a plan token sent by another client (provider-signals A2.6)."""
+
+
+def refuses_client(auth: AuthSpec, request: RecordedRequest) -> bool:
+    """True when a Claude plan token (`bearer`) comes from a client that does not send
+    what Claude Code sends: its `claude-cli/` user agent, `x-app: cli` and the
+    `claude-code-20250219` beta flag (provider-signals A2.2)."""
+    if auth.kind != "bearer" or auth.clients == "any":
+        return False
+    betas = {beta.strip() for beta in (request.header("anthropic-beta") or "").split(",")}
+    return not (
+        (request.header("user-agent") or "").startswith("claude-cli/")
+        and request.header("x-app") == "cli"
+        and "claude-code-20250219" in betas
+    )

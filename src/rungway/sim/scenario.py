@@ -66,6 +66,10 @@ class AuthSpec(_Frozen):
 
     kind: Literal["bearer", "x-api-key", "none"] = "none"
     token: str | None = None
+    clients: Literal["claude-code", "any"] | None = None
+    """Which clients a plan token serves. Unset, a plan token on the Anthropic API
+    (`bearer`) serves Claude Code only, as Anthropic's servers do (provider-signals A2.6);
+    `any` stands for an Anthropic-shaped plan that does not check its client."""
 
     @model_validator(mode="after")
     def _token_when_needed(self) -> Self:

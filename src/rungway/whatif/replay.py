@@ -170,6 +170,9 @@ class ReplayGateway:
             ),
             connections=self._connections,
             adapter_for=lambda provider: provider_entry(provider).adapter,
+            # A trace does not say which client sent each request: the replay takes each
+            # plan's traffic to come from the clients its terms allow.
+            judge_terms=False,
         )
         self.allowances: dict[str, Allowance] = {}
         self._upstreams: dict[str, SimulatedUpstream] = {}

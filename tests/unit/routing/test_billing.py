@@ -186,7 +186,7 @@ def test_built_in_catalog_keeps_unlisted_providers_and_auths_out_of_the_subscrip
 def test_built_in_rows_are_well_formed_unique_and_justified() -> None:
     rows = builtin_rows()
     for row in rows:
-        assert set(row) <= {"provider", "auth", "billing", "overage", "reason"}, row
+        assert set(row) <= {"provider", "auth", "billing", "overage", "reason", "terms"}, row
         BillingClass(row["billing"])
         assert row["overage"] == LIVE or Overage(row["overage"]) is not None
         assert len(row["reason"].split()) >= 5, row

@@ -43,6 +43,7 @@ from rungway.routing.snapshot import (
     Snapshot,
     WindowStatus,
 )
+from rungway.routing.terms import ConnectionTerms, PlanTerms, RequestClient
 
 from .builders import API, OTHER_API, SYNTHETIC_ENTRIES
 
@@ -106,8 +107,29 @@ class World:
         return wanted and able(self.request.needs, served.capabilities)
 
 
+CLIENTS = ("claude-code", "gemini-cli", None)
+KEYS = ("me", "colleague", None)
+drawn_terms = st.builds(
+    PlanTerms,
+    page=st.just("https://example.com/terms"),
+    read=st.just("2026-12-04"),
+    clients=st.one_of(st.none(), st.frozensets(st.sampled_from(CLIENTS[:2]), min_size=1)),
+    says=st.just("drawn"),
+    one_person=st.booleans(),
+    rule=st.just("drawn plans serve drawn clients only"),
+)
+connection_terms = st.builds(
+    ConnectionTerms,
+    terms=st.one_of(st.none(), drawn_terms),
+    widened=st.booleans(),
+    client_key=st.sampled_from(KEYS),
+)
+
+
 @st.composite
-def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = True) -> World:
+def worlds(
+    draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = True, terms: bool = False
+) -> World:
     now = float(draw(st.integers(1_700_000_000, 1_900_000_000)))
     # Drawn entries go first, as operator entries do, over the synthetic ones; without the
     # latter almost no world would hold a hard-stop subscription to check.
@@ -146,7 +168,10 @@ def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = T
                 )
             )
         api = draw(st.sampled_from([API, API, API, OTHER_API]))
-        roster.append(RosterConnection(f"c{index}", provider, auth, api, billing, tuple(served)))
+        rules = draw(connection_terms) if terms else ConnectionTerms()
+        roster.append(
+            RosterConnection(f"c{index}", provider, auth, api, billing, tuple(served), rules)
+        )
 
     states: dict[str, ConnectionState] = {}
     spend: dict[Rung, RungSpend] = {}
@@ -179,7 +204,12 @@ def worlds(draw: st.DrawFn, *, ladder: Ladder | None = None, telemetry: bool = T
         draw(st.one_of(st.none(), st.none(), st.sampled_from(Category))),
     )
     needs = draw(st.one_of(st.just(RequestNeeds(prompt_tokens=100)), request_needs))
-    request = RouteRequest(spec.id, spec, API, needs)
+    client = (
+        RequestClient(draw(st.sampled_from(CLIENTS)), draw(st.sampled_from(KEYS)))
+        if terms
+        else None
+    )
+    request = RouteRequest(spec.id, spec, API, needs, client)
     return World(request, ladder_settings, Snapshot(Roster(roster), states, spend), now)
 
 
@@ -507,3 +537,34 @@ def test_no_candidate_lacks_a_capability_the_request_needs(world: World) -> None
             ]
             assert lacking
             assert not any(able(world.request.needs, s.capabilities) for s in lacking)
+
+
+def may_use(connection: RosterConnection, client: RequestClient) -> bool:
+    """The spec: a connection bound to a key serves that key alone; one whose plan's terms
+    name clients serves those clients alone, unless the operator widened it."""
+    rules = connection.terms
+    if rules.client_key is not None and client.key != rules.client_key:
+        return False
+    plan = rules.terms
+    return rules.widened or plan is None or plan.clients is None or client.client in plan.clients
+
+
+@EXAMPLES
+@given(worlds(terms=True))
+def test_a_request_never_gets_a_connection_its_plans_terms_keep_it_off(world: World) -> None:
+    client = world.request.client
+    assert client is not None
+    plan = world.plan()
+    for candidate in plan.candidates:
+        for connection_id in candidate.connection_ids:
+            connection = world.snapshot.roster.connections[connection_id]
+            assert may_use(connection, client), (connection.terms, client)
+    # And each one kept off says why, unless the operator disabled it first.
+    reasons = {(s.connection_id, s.reason) for s in plan.skipped}
+    for connection in world.connections:
+        state = world.snapshot.states.get(connection.id)
+        if not may_use(connection, client) and not (state is not None and state.disabled):
+            assert reasons & {
+                (connection.id, SkipReason.TERMS),
+                (connection.id, SkipReason.CLIENT_KEY),
+            }, connection.id

@@ -22,10 +22,16 @@ START = 1_790_000_000.0
 SUBSCRIPTION_TOKEN = "sk-ant-oat01-test-plan"
 API_KEY = "sk-ant-api03-test-key"
 OPENAI_KEY = "sk-test-openai"
+CLAUDE_CODE_HEADERS = {
+    "user-agent": "claude-cli/2.1.332 (external, cli)",
+    "x-app": "cli",
+    "anthropic-beta": "claude-code-20250219,oauth-2025-04-20",
+}
+"""What Claude Code sends that a Claude plan checks (provider-signals A2.2, A2.6)."""
 ANTHROPIC_HEADERS = {
     "authorization": f"Bearer {SUBSCRIPTION_TOKEN}",
     "anthropic-version": "2023-06-01",
-    "anthropic-beta": "claude-code-20250219,oauth-2025-04-20",
+    **CLAUDE_CODE_HEADERS,
     "content-type": "application/json",
 }
 

@@ -9,7 +9,14 @@ import pytest
 
 from rungway.sim import SimUpstream
 
-from .conftest import ANTHROPIC_HEADERS, API_KEY, SUBSCRIPTION_TOKEN, message_body, request
+from .conftest import (
+    ANTHROPIC_HEADERS,
+    API_KEY,
+    CLAUDE_CODE_HEADERS,
+    SUBSCRIPTION_TOKEN,
+    message_body,
+    request,
+)
 
 EXPECTED_TEXT = (
     "The simulated upstream answers with a fixed and predictable reply so that tests, "
@@ -22,7 +29,7 @@ def make_client(sim: SimUpstream, token: str = SUBSCRIPTION_TOKEN) -> anthropic.
         base_url=sim.url,
         auth_token=token,
         max_retries=0,
-        default_headers={"anthropic-beta": "oauth-2025-04-20"},
+        default_headers=CLAUDE_CODE_HEADERS,
     )
 
 

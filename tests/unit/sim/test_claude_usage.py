@@ -9,9 +9,11 @@ import httpx
 from rungway.clock import FakeClock
 from rungway.sim import Scenario, SimUpstream
 
+from .conftest import CLAUDE_CODE_HEADERS
+
 START = 1_790_000_000.0
 TOKEN = "sk-ant-oat01-usage"
-PLAN = {"authorization": f"Bearer {TOKEN}", "anthropic-beta": "oauth-2025-04-20"}
+PLAN = {"authorization": f"Bearer {TOKEN}", **CLAUDE_CODE_HEADERS}
 
 
 def _scenario() -> Scenario:

@@ -25,6 +25,7 @@ from rungway.sim import (
 
 from .conftest import (
     ANTHROPIC_HEADERS,
+    CLAUDE_CODE_HEADERS,
     OPENAI_KEY,
     SUBSCRIPTION_TOKEN,
     chat_body,
@@ -42,7 +43,7 @@ def claude(subscription_sim: SimUpstream) -> Iterator[anthropic.Anthropic]:
         base_url=subscription_sim.url,
         auth_token=SUBSCRIPTION_TOKEN,
         max_retries=0,
-        default_headers={"anthropic-beta": "oauth-2025-04-20"},
+        default_headers=CLAUDE_CODE_HEADERS,
     )
     with client:
         yield client

@@ -12,6 +12,7 @@ from rungway.sim import QuotaExhaustedFault, SimUpstream
 from .conftest import (
     ANTHROPIC_HEADERS,
     API_KEY,
+    CLAUDE_CODE_HEADERS,
     OPENAI_KEY,
     START,
     RawResponse,
@@ -65,7 +66,7 @@ def test_plan_429_reaches_the_sdk_as_rate_limit_error(subscription_sim: SimUpstr
         base_url=subscription_sim.url,
         auth_token="sk-ant-oat01-test-plan",
         max_retries=0,
-        default_headers={"anthropic-beta": "oauth-2025-04-20"},
+        default_headers=CLAUDE_CODE_HEADERS,
     )
     with client, pytest.raises(anthropic.RateLimitError) as caught:
         client.messages.create(

@@ -22,6 +22,8 @@ from rungway.credentials.store import StoredCredential
 from rungway.sim import Scenario, SimUpstream
 from rungway.sim.oauth.token_spec import TokenFault
 
+from .conftest import CLAUDE_CODE_HEADERS
+
 START = 1_790_000_000.0
 SUBSCRIPTION_TOKEN = "sk-ant-oat01-sim-initial"
 
@@ -60,7 +62,7 @@ def _message(sim: SimUpstream, token: str) -> int:
         headers={
             "authorization": f"Bearer {token}",
             "anthropic-version": "2023-06-01",
-            "anthropic-beta": "oauth-2025-04-20",
+            **CLAUDE_CODE_HEADERS,
         },
         json={"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
     )

@@ -2,8 +2,9 @@
 
 Routes: `POST /v1/messages` (also `?beta=true`), `POST /v1/messages/count_tokens`,
 `GET /v1/models`, `GET /v1/models/{id}`. Wire shapes follow docs/provider-signals.md
-A1 (error bodies), A2.2-A2.4 (plan OAuth), B3 (messages and streaming, including
-`tool_use` blocks streamed as `input_json_delta`) and B5 (models).
+A1 (error bodies), A2.2-A2.4 and A2.6 (plan OAuth, and a plan refusing other clients),
+B3 (messages and streaming, including `tool_use` blocks streamed as `input_json_delta`) and
+B5 (models).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import orjson
 
 from rungway.protocol.anthropic_messages import ERROR_TYPES
 from rungway.protocol.sse import encode_event
+from rungway.sim.credential import CLAUDE_CODE_ONLY, refuses_client
 from rungway.sim.exchange import Header, RecordedRequest, Reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
 from rungway.sim.quota.windows import Admission, QuotaBook
@@ -158,10 +160,13 @@ class AnthropicDialect:
         return None
 
     def check_common(self, request: RecordedRequest) -> Reply | dict[str, Any]:
-        """Auth, the version header and a JSON object body with a served model."""
+        """Auth, the client a plan token serves, the version header and a JSON object body
+        with a served model."""
         refused = self.authenticate(request)
         if refused is not None:
             return refused
+        if refuses_client(self._scenario.auth, request):
+            return error_reply(400, "invalid_request_error", CLAUDE_CODE_ONLY)
         if request.header("anthropic-version") is None:
             return error_reply(
                 400, "invalid_request_error", "anthropic-version: header is required"
