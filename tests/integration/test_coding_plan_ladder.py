@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from rungway.credentials.secrets import read_secrets
 from rungway.ledger.sqlite import read_rows
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream, builtin_scenario
+from rungway.sim.plan_settings import KimiSpec
 
 START = 1_790_000_000.0
 FIVE_HOURS = 5 * 3600.0
@@ -96,10 +98,22 @@ class World:
     url: str
     ledger: Path
 
-    def send(self, model: str) -> str:
-        client = anthropic.Anthropic(base_url=self.url, api_key="unused", max_retries=0)
+    def send(self, model: str, headers: dict[str, str] | None = None) -> str:
+        client = anthropic.Anthropic(
+            base_url=self.url, api_key="unused", max_retries=0, default_headers=headers
+        )
         raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
         return raw.headers["x-rungway-connection"]
+
+    def wait_for_spent_window(self) -> None:
+        """Wait for the background usage read that finds the 5-hour window spent."""
+        deadline = time.monotonic() + 5
+        while True:
+            states = self.gateway.quota.connection_states(self.clock.now())  # type: ignore[union-attr]
+            if any(w.name == "5h" and w.used_percent == 100 for w in states[self.name].windows):
+                return
+            assert time.monotonic() < deadline, f"no usage read found {self.name}'s 5h spent"
+            time.sleep(0.02)
 
     def reset_of(self) -> float:
         """When the gateway knows the plan's spent 5-hour window resets (its first usage
@@ -117,9 +131,15 @@ class World:
 @pytest.fixture(params=sorted(PLANS))
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     name = request.param
+    with _running(name, _plan_scenario(PLANS[name]), tmp_path) as running:
+        yield running
+
+
+@contextmanager
+def _running(name: str, scenario: Scenario, tmp_path: Path) -> Iterator[World]:
     plan = PLANS[name]
     clock = FakeClock(START)
-    sim = SimUpstream(_plan_scenario(plan), clock)
+    sim = SimUpstream(scenario, clock)
     cheap = SimUpstream(_cheap(), clock)
     (tmp_path / "plan").write_text(sim.scenario.auth.token or "")
     (tmp_path / "cheap").write_text(CHEAP_KEY)
@@ -211,3 +231,38 @@ def test_an_openai_client_is_served_from_the_plan(world: World) -> None:
     assert raw.headers["x-rungway-connection"] == world.name
     assert raw.parse().choices[0].message.content
     _ledger_matches_tallies(world)
+
+
+def test_kimi_with_a_booster_wallet_never_serves_subscription(tmp_path: Path) -> None:
+    # The wallet pays for requests past the plan's windows: a plan that bills past its
+    # quota is metered, whatever its windows say, and stays out of auto/subscription.
+    scenario = _plan_scenario(PLANS["kimi"]).model_copy(
+        update={"kimi": KimiSpec(booster_cents=350.0)}
+    )
+    with _running("kimi", scenario, tmp_path) as world:
+        with pytest.raises(anthropic.APIStatusError) as refused:
+            world.send("auto/subscription")
+        assert refused.value.status_code in (429, 503)
+        assert world.sim.tally.total().requests == 0
+        # Past its spent window the wallet would keep it serving, billed: once the next
+        # usage read shows the window spent, thrifty moves on to the cheap rung instead.
+        world.sim.set_window_used("5h", PLANS["kimi"].capacity)
+        world.clock.advance(301)
+        world.wait_for_spent_window()
+        assert world.send("auto/thrifty") == "cheap"
+        assert world.sim.tally.total().requests == 0
+        _ledger_matches_tallies(world)
+
+
+def test_a_client_kimi_refuses_goes_on_to_the_next_rung_and_leaves_the_plan_open(
+    tmp_path: Path,
+) -> None:
+    # The Kimi clients' device headers pass through; the service refuses this platform
+    # with a 403 that is a terms refusal, not a spent plan: no cooldown for other clients.
+    with _running("kimi", _plan_scenario(PLANS["kimi"]), tmp_path) as world:
+        assert world.send("auto/thrifty", {"x-msh-platform": "kimi_code_cli"}) == "cheap"
+        refused = world.sim.requests[-1]
+        assert refused.path == "/coding/v1/messages"
+        assert refused.header("x-msh-platform") == "kimi_code_cli"
+        assert world.send("auto/thrifty") == "kimi"
+        _ledger_matches_tallies(world)

@@ -1,8 +1,9 @@
 """Kimi Code: the Anthropic Messages API at `https://api.kimi.com/coding`, paid by a plan.
 
 A Kimi Code console key (`x-api-key`) is how the plan's terms let a third-party tool in:
-its OAuth login is for the official clients. The client's own identity headers pass
-through unchanged, as the terms forbid altering them. A spent plan answers 403
+its OAuth login is for the official clients. The client's own identity headers (its user
+agent, and the Kimi clients' `X-Msh-*` device headers) pass through unchanged, as the terms
+forbid altering them. A spent plan answers 403
 `access_terminated_error` ("You've reached your weekly (7-day) usage limit ..."), the
 same status and type as its refusal of a client it does not serve ("... only available for
 Coding Agents ..."): only the message tells them apart. The windows and the booster
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic_messages import ANTHROPIC_SHAPE, AnthropicMessagesAdapter
 from rungway.adapters.base import Connection, CredentialHeaders
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota import NO_OVERAGE, OverageReading
@@ -29,8 +30,14 @@ _SPENT = ("usage limit", "quota")
 _WINDOW_WORDS = (("7-day", "7d"), ("weekly", "7d"), ("5-hour", "5h"), ("billing cycle", "month"))
 
 
+KIMI_SHAPE = replace(ANTHROPIC_SHAPE, forwarded=(*ANTHROPIC_SHAPE.forwarded, "x-msh-"))
+"""A Messages request with the Kimi clients' own `X-Msh-*` device headers passed on too."""
+
+
 class KimiCodeAdapter(AnthropicMessagesAdapter):
     """Messages against a Kimi Code base URL (`https://api.kimi.com/coding`)."""
+
+    shape = KIMI_SHAPE
 
     def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
         """A 403 is a spent plan or a refused client, by its message; the rest as Anthropic."""
