@@ -117,6 +117,8 @@ def connection_entry(scenario: Scenario, url: str) -> dict[str, Any]:
         provider, base_url = "gemini", f"{url}/v1beta"
     elif scenario.api == "code-assist":
         provider, base_url, bearer = "gemini-code-assist", f"{url}/v1internal", "oauth"
+    elif scenario.api == "antigravity":
+        provider, base_url, bearer = "antigravity", f"{url}/v1internal", "oauth"
     elif scenario.api == "glm":
         # A plan key, not a login; the quota endpoint is on the same host, as on Z.ai's.
         provider, base_url = "glm-coding", f"{url}/api/coding/paas/v4"

@@ -83,6 +83,7 @@ def test_command_serves_a_builtin_scenario_until_interrupted(name: str) -> None:
     [
         ("gemini-api", "gemini", "apikey", "/v1beta"),
         ("gemini-code-assist", "gemini-code-assist", "oauth", "/v1internal"),
+        ("antigravity", "antigravity", "oauth", "/v1internal"),
     ],
 )
 def test_the_google_scenarios_print_their_providers_connection(
