@@ -1,4 +1,5 @@
-"""The GLM Coding Plan's quota signals (Z.ai, `open.bigmodel.cn` in China).
+"""The GLM Coding Plan's quota signals (Z.ai, `open.bigmodel.cn` in China; A10 of
+docs/provider-signals.md, with its sources).
 
 Its usage endpoint, `GET /api/monitor/usage/quota/limit`, answers
 `{"code":200,"success":true,"data":{"limits":[...],"planName"|"level":...}}`. Each limit

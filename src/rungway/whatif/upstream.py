@@ -10,6 +10,8 @@ read a live answer. Which scenario stands for a provider:
 - `codex`: `codex-plan`, `x-codex-*` primary and secondary windows (shorter first);
 - `copilot`: `copilot-seat`, no quota headers;
 - `gemini-code-assist`: `gemini-code-assist`, no quota headers, Cloud Code's 429;
+- `glm-coding`: `glm-plan`, no quota headers, Z.ai's 429 with a business code and the
+  reset in its message;
 - anything else: an OpenAI-compatible upstream without quota headers.
 """
 
@@ -25,6 +27,7 @@ from rungway.sim.scenario import Scenario, builtin_scenario, load_scenario
 from rungway.sim.wire.anthropic_api import AnthropicDialect
 from rungway.sim.wire.code_assist import CodeAssistDialect
 from rungway.sim.wire.gemini_api import GoogleRequest
+from rungway.sim.wire.glm import GlmDialect
 from rungway.sim.wire.openai_api import OpenAIDialect
 from rungway.sim.wire.responses_api import ResponsesDialect
 from rungway.sim.wire.serving import Dialect, GenerationRequest
@@ -37,6 +40,7 @@ _SCENARIOS = {
     "codex": "codex-plan",
     "copilot": "copilot-seat",
     "gemini-code-assist": "gemini-code-assist",
+    "glm-coding": "glm-plan",
 }
 _TWO_WINDOWS = {"anthropic": ("5h", "7d"), "codex": ("5h", "7d")}
 
@@ -88,6 +92,8 @@ def _dialect(scenario: Scenario) -> Dialect:
     # The clock only dates replies' bodies, which a replay never reads.
     if scenario.api == "responses":
         return ResponsesDialect(scenario, FakeClock(0.0))
+    if scenario.api == "glm":
+        return GlmDialect(scenario, FakeClock(0.0))
     return OpenAIDialect(scenario, FakeClock(0.0))
 
 
