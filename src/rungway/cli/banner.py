@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from rungway.config import Settings
+from rungway.routing.retired import RETIRED
 from rungway.routing.rungs import Rung
 from rungway.routing.snapshot import Roster
 
@@ -46,6 +47,10 @@ def facts(
         "budgets": {rung.label: budgets.get(rung.label) for rung in Rung if rung.paid},
         "budget_period": settings.ladder.budget_period,
         "client_keys": len(settings.client_keys),
+        # Connections of a provider whose service is gone for most of its users.
+        "retired": {
+            c.id: RETIRED[c.provider].notice for c in settings.connections if c.provider in RETIRED
+        },
         "dashboard": f"{url}/dashboard",
         "metrics": f"{url}/metrics",
     }
@@ -74,6 +79,8 @@ def _text(facts: dict[str, Any]) -> str:
         shown = escape(", ".join(members)) if members else "[dim]-[/]"
         budget = _budget(rung, facts)
         lines.append(f"{label}{rung:<{width}}  {shown}" + (f"; {budget}" if budget else ""))
+    for connection_id, notice in facts["retired"].items():
+        lines.append(f"  [bold]retired[/]    [yellow]{escape(connection_id)}: {escape(notice)}[/]")
     keys = facts["client_keys"]
     clients = f"{keys} client keys" if keys else "any key, from this machine only (no client_keys)"
     lines += [

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
+from rungway.adapters.antigravity.adapter import AntigravityAdapter
 from rungway.adapters.base import hint_for_base_url
 from rungway.adapters.codex.adapter import CodexAdapter
 from rungway.adapters.gemini.code_assist import GeminiCodeAssistAdapter
@@ -85,6 +86,8 @@ def target(connection: ConnectionConfig) -> Target:
         return Target(f"{base}/responses", "Codex backend", post=True)
     if adapter.api is Api.ANTHROPIC_MESSAGES:
         return Target(f"{base}/v1/models", "Anthropic Messages API", anthropic=True)
+    if isinstance(adapter, AntigravityAdapter):
+        return Target(f"{base}:loadCodeAssist", "Antigravity (Cloud Code) API", post=True)
     if isinstance(adapter, GeminiCodeAssistAdapter):
         # Code Assist has no model list: the call every login makes first stands in.
         return Target(f"{base}:loadCodeAssist", "Gemini Code Assist API", post=True)

@@ -22,6 +22,7 @@ from rungway.engine.state import StateSource
 from rungway.ledger.report import LedgerUnavailable
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import UsagePoller
+from rungway.routing.retired import RETIRED
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, Roster, RosterConnection
 from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
@@ -249,7 +250,16 @@ def _connection(connection: RosterConnection, state: ConnectionState, now: float
         "cooldown_reason": state.cooldown_reason if cooling else "",
         "breaker": state.breaker.value,
         "disabled": state.disabled,
+        # A provider whose service is gone for most of its users, and what replaced it.
+        "retired": _retired(connection.provider),
     }
+
+
+def _retired(provider: str) -> dict[str, str] | None:
+    retired = RETIRED.get(provider)
+    if retired is None:
+        return None
+    return {"since": retired.since, "successor": retired.successor, "notice": retired.notice}
 
 
 def _window(window: QuotaWindow) -> dict[str, Any]:

@@ -96,6 +96,14 @@ _SCHEMAS: dict[str, Any] = {
             "cooldown_reason": _STRING,
             "breaker": _enum([state.value for state in BreakerState]),
             "disabled": {"type": "boolean"},
+            "retired": {
+                "anyOf": [
+                    _object({"since": _STRING, "successor": _STRING, "notice": _STRING}),
+                    {"type": "null"},
+                ],
+                "description": "The provider's service is gone for most of its users (consumer "
+                "Code Assist): since when, and the provider that replaced it; null otherwise.",
+            },
         }
     ),
     "Connections": _object(

@@ -152,5 +152,9 @@ KNOWN_PLANS: dict[str, tuple[PlanWindow, ...]] = {
     # Kimi Code is not here: since it moved from request counts to token packages its usage
     # endpoint reports only percentages of an unpublished allowance (the Moonshot forum's
     # note on the change); give its windows with --window once calibrated.
+    # Antigravity is not here either: Google's Antigravity plans page gives Google AI Pro a
+    # "high, generous quota, refreshed every five hours" per model and no count (as quoted
+    # in discuss.ai.google.dev thread 132403, which also reports a weekly baseline past it);
+    # give its 5h window per model with --window.
 }
 """Starting points for known plans. Every capacity is an estimate to calibrate with flags."""

@@ -63,6 +63,13 @@ function connectionCard(connection, models, nowSeconds) {
   ];
   if (cooling) badges.push(el("span", { class: "badge cooling" }, "cooling down"));
   if (disabled) badges.push(el("span", { class: "badge disabled" }, "disabled"));
+  // A provider whose service is gone (consumer Code Assist): say so, and what replaced it.
+  if (connection.retired) {
+    const retired = connection.retired;
+    badges.push(
+      el("span", { class: "badge retired", title: retired.notice }, `retired ${retired.since}: use ${retired.successor}`),
+    );
+  }
   // The account's own word that it bills past its quota (Copilot overage, Claude extra
   // usage, Codex credits), and whether its last answer was billed so.
   if (connection.overage_in_use === true) {
