@@ -99,7 +99,9 @@ class World:
         return float(max(resets))
 
 
-def _world(tmp_path: Path, plan_scenario: Scenario, *, credits: bool) -> Iterator[World]:
+def _world(
+    tmp_path: Path, plan_scenario: Scenario, *, credits: bool, clients: str = "any"
+) -> Iterator[World]:
     clock = FakeClock(START)
     with SimUpstream(plan_scenario, clock) as plan, SimUpstream(_cheap(), clock) as cheap:
         (tmp_path / "plan").write_text(plan_scenario.auth.token or "")
@@ -118,7 +120,7 @@ def _world(tmp_path: Path, plan_scenario: Scenario, *, credits: bool) -> Iterato
                         "base_url": f"{plan.url}/v1internal",
                         "models": [FLASH],
                         # The SDKs are not Antigravity clients: widened on purpose.
-                        "clients": "any",
+                        "clients": clients,
                         "credits": credits,
                     },
                     {
@@ -213,3 +215,14 @@ def test_a_plan_that_spends_credits_past_its_bucket_is_left_out_of_subscription(
         last = world.plan.requests[-1].body
         assert last["enabledCreditTypes"] == ["GOOGLE_ONE_AI"]
         _ledger_matches_tallies(world)
+
+
+def test_a_plan_kept_to_its_terms_never_sees_an_sdks_request(tmp_path: Path) -> None:
+    for world in _world(tmp_path, _plan(), credits=False, clients="terms"):
+        with pytest.raises(errors.APIError) as refused:
+            world.via_gemini("auto/subscription")
+        assert "terms: an Antigravity login serves Google's Antigravity clients only" in str(
+            refused.value
+        )
+        assert world.via_openai("auto/thrifty") == "cheap"
+        assert [r.path for r in world.plan.requests if "Content" in r.path] == []

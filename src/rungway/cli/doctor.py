@@ -30,6 +30,7 @@ from rich.console import Console
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.findings import Finding, Level, show
 from rungway.cli.glm_check import glm_findings
+from rungway.cli.google_plans import google_plan_findings
 from rungway.cli.plan_usage_check import plan_usage_findings
 from rungway.cli.probes import Probe, api_finding, clock_skew, probe_all
 from rungway.cli.store_checks import store_findings
@@ -261,7 +262,11 @@ def _connection_findings(
 ) -> list[Finding]:
     subject = f"connection {connection.id}"
     probe = probes[connection.id]
-    findings = [api_finding(subject, connection, probe), *glm_findings(subject, connection)]
+    findings = [
+        api_finding(subject, connection, probe),
+        *glm_findings(subject, connection),
+        *google_plan_findings(subject, connection),
+    ]
     skew = clock_skew(subject, probe)
     if skew is not None:
         findings.append(skew)

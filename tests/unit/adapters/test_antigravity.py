@@ -12,6 +12,7 @@ from pydantic import SecretStr
 from rungway.adapters.antigravity.adapter import USER_AGENT, AntigravityAdapter
 from rungway.adapters.base import Connection
 from rungway.protocol.auth import Auth
+from rungway.protocol.failures import FailureClass
 from tests.unit.adapters.calls import call_of
 
 BASE = "https://cloudcode-pa.googleapis.com/v1internal"
@@ -102,3 +103,25 @@ def test_the_quota_poll_reads_buckets_and_says_whether_credits_pay_past_them() -
     assert reading.overage_permitted is True
     (window,) = reading.windows
     assert (window.model, window.used_percent) == ("gemini-3-flash", 100.0)
+
+
+def test_a_refused_client_is_a_terms_failure_and_a_spent_bucket_is_quota() -> None:
+    refused = orjson.dumps(
+        {
+            "error": {
+                "code": 403,
+                "message": "This Antigravity sign-in may be used only from Google's clients.",
+                "status": "PERMISSION_DENIED",
+                "details": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                        "reason": "UNSUPPORTED_CLIENT",
+                        "domain": "cloudcode-pa.googleapis.com",
+                    }
+                ],
+            }
+        }
+    )
+    assert ADAPTER.classify_failure(403, {}, refused).kind is FailureClass.TERMS
+    denied = orjson.dumps({"error": {"code": 403, "status": "PERMISSION_DENIED"}})
+    assert ADAPTER.classify_failure(403, {}, denied).kind is not FailureClass.TERMS

@@ -20,6 +20,8 @@ login's credits (`overage_permitted` of each reading).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final, Protocol, runtime_checkable
 
 import orjson
@@ -29,6 +31,7 @@ from rungway.adapters.connection import ProjectSource
 from rungway.adapters.gemini.api import wire_body
 from rungway.adapters.gemini.code_assist import GeminiCodeAssistAdapter
 from rungway.adapters.shape import RequestShape
+from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota.antigravity import read_antigravity_quota
 from rungway.quota.poller import PollTarget
 
@@ -41,6 +44,8 @@ USER_AGENT: Final = (
 )
 """The Antigravity CLI's user agent, as one open gateway sends it for `agy` logins."""
 CREDIT_TYPES: Final = ("GOOGLE_ONE_AI",)
+UNSUPPORTED_CLIENT: Final = b'"UNSUPPORTED_CLIENT"'
+"""The `ErrorInfo.reason` of a refused client."""
 _DROPPED = frozenset({"safetySettings", "safety_settings"})
 """Fields both open gateways delete before Antigravity sees them."""
 
@@ -80,6 +85,15 @@ class AntigravityAdapter(GeminiCodeAssistAdapter):
         if isinstance(project, Credits) and project.credits_in_use():
             envelope["enabledCreditTypes"] = list(CREDIT_TYPES)
         return self.shape.request(call, method, orjson.dumps(envelope))
+
+    def classify_failure(self, status: int, headers: Mapping[str, str], body: bytes) -> Failure:
+        """Google's failures as Code Assist's, and a refusal of the request's client
+        (`UNSUPPORTED_CLIENT`, the simulated Antigravity's; Google's own is not known) as
+        `terms`: the login still serves Antigravity's own clients."""
+        found = super().classify_failure(status, headers, body)
+        if status == 403 and UNSUPPORTED_CLIENT in body:
+            return replace(found, kind=FailureClass.TERMS)
+        return found
 
     def usage_target(self, connection: Connection) -> PollTarget | None:
         """`POST {base}:retrieveUserQuota` with `{"project": ...}`, once the project is
