@@ -40,6 +40,7 @@ Provider = Literal[
     "gemini",
     "gemini-code-assist",
     "glm-coding",
+    "glm-coding-anthropic",
     "groq",
     "kimi-code",
     "minimax-token-plan",

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import openai
 import pytest
 import yaml
 
@@ -128,8 +130,10 @@ class World:
             time.sleep(0.02)
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
+@contextmanager
+def _running(
+    tmp_path: Path, glm_clients: str = "terms", glm_provider: str = "glm-coding"
+) -> Iterator[World]:
     clock = FakeClock(START)
     sims = {name: SimUpstream(_plan_scenario(plan), clock) for name, plan in PLANS.items()}
     cheap = SimUpstream(_cheap(), clock)
@@ -137,16 +141,21 @@ def world(tmp_path: Path) -> Iterator[World]:
         connections: list[dict[str, Any]] = []
         for name, plan in PLANS.items():
             (tmp_path / name).write_text(sims[name].scenario.auth.token or "")
-            connections.append(
-                {
-                    "id": name,
-                    "provider": plan.provider,
-                    "auth": "apikey",
-                    "credential": {"file": str(tmp_path / name)},
-                    "base_url": f"{sims[name].url}{plan.path}",
-                    "models": [plan.model],
-                }
-            )
+            connection = {
+                "id": name,
+                "provider": plan.provider,
+                "auth": "apikey",
+                "credential": {"file": str(tmp_path / name)},
+                "base_url": f"{sims[name].url}{plan.path}",
+                "models": [plan.model],
+            }
+            if name == "glm":
+                connection["clients"] = glm_clients
+                if glm_provider == "glm-coding-anthropic":
+                    # The same plan at its Messages endpoint, where Claude Code is pointed.
+                    connection["provider"] = glm_provider
+                    connection["base_url"] = f"{sims[name].url}/api/anthropic"
+            connections.append(connection)
         (tmp_path / "cheap").write_text(CHEAP_KEY)
         connections.append(
             {
@@ -171,6 +180,19 @@ def world(tmp_path: Path) -> Iterator[World]:
         gateway = build_gateway(settings, read_secrets(settings), clock=clock)
         with BackgroundServer(uvicorn_config(gateway.app), "gateway") as server:
             yield World(clock, sims, cheap, gateway, server.url, tmp_path / "ledger.sqlite3")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    with _running(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def widened(tmp_path: Path) -> Iterator[World]:
+    """The same world with the GLM connection widened to any client (`clients: any`)."""
+    with _running(tmp_path, "any") as running:
+        yield running
 
 
 def _ledger_matches_tallies(world: World) -> None:
@@ -230,4 +252,52 @@ def test_thrifty_climbs_to_the_cheap_rung_and_comes_back_after_each_plans_reset(
     # GLM's resets next: the ladder comes back to it, Kimi being spent again.
     world.clock.set(world.reset_of("glm"))
     assert world.send("auto/thrifty") == "glm"
+    _ledger_matches_tallies(world)
+
+
+GLM_RULE = "terms: a GLM Coding Plan serves Z.ai's supported coding tools only (Claude Code here)"
+
+
+def _openai_chat(world: World, model: str) -> str:
+    client = openai.OpenAI(base_url=f"{world.url}/v1", api_key="unused", max_retries=0)
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=HELLO, max_tokens=64
+    )
+    return raw.headers["x-rungway-connection"]
+
+
+def test_an_sdk_client_is_kept_off_the_glm_plan_by_its_terms_and_served_by_kimi(
+    world: World,
+) -> None:
+    assert _openai_chat(world, "auto/subscription") == "kimi"
+    assert [r.path for r in world.plans["glm"].requests if "chat" in r.path] == []
+    world.gateway.ledger.flush()
+    row = read_rows(world.ledger, limit=1)[0]
+    (skip,) = [s for s in row["plan"]["skipped"] if s["connection"] == "glm"]
+    assert (skip["reason"], skip["detail"], skip["rung"]) == ("terms", GLM_RULE, "subscription")
+    with pytest.raises(openai.APIStatusError) as refused:
+        _openai_chat(world, "glm/glm-5.2")
+    assert GLM_RULE in refused.value.message
+
+
+def test_a_widened_glm_connection_serves_an_sdk_client(widened: World) -> None:
+    assert _openai_chat(widened, "glm/glm-5.2") == "glm"
+    _ledger_matches_tallies(widened)
+
+
+@pytest.fixture
+def glm_messages(tmp_path: Path) -> Iterator[World]:
+    """The same world with the GLM plan reached at its Anthropic endpoint."""
+    with _running(tmp_path, glm_provider="glm-coding-anthropic") as running:
+        yield running
+
+
+def test_claude_code_reaches_the_glm_plan_at_its_anthropic_endpoint(glm_messages: World) -> None:
+    world = glm_messages
+    served = _until_cheap(world)
+    assert "glm" in served
+    paths = {r.path for r in world.plans["glm"].requests}
+    assert "/api/anthropic/v1/messages" in paths
+    assert not any("chat" in path for path in paths)
+    assert world.reset_of("glm") == pytest.approx(START + 5 * HOUR, abs=2)
     _ledger_matches_tallies(world)

@@ -34,6 +34,7 @@ DEFAULT_PLANS = {
     "copilot": "copilot-pro",
     "gemini-code-assist": "gemini-code-assist",
     "glm-coding": "glm-lite",
+    "glm-coding-anthropic": "glm-lite",
     "minimax-token-plan": "minimax-starter",
 }
 """The plan a subscription connection of each provider gets when no flag names one."""

@@ -45,6 +45,7 @@ _PRICE_PROVIDER: Final[Mapping[str, str]] = {
     "gemini-code-assist": "google",
     # The GLM Coding Plan serves Z.ai's models; their list price is what the plan saved.
     "glm-coding": "zai",
+    "glm-coding-anthropic": "zai",
     "groq": "groq",
     # The coding plans serve their vendors' models; the list price is what the plan saved.
     "kimi-code": "moonshotai",

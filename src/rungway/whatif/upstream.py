@@ -10,8 +10,8 @@ read a live answer. Which scenario stands for a provider:
 - `codex`: `codex-plan`, `x-codex-*` primary and secondary windows (shorter first);
 - `copilot`: `copilot-seat`, no quota headers;
 - `gemini-code-assist`: `gemini-code-assist`, no quota headers, Cloud Code's 429;
-- `glm-coding`: `glm-plan`, no quota headers, Z.ai's 429 with a business code and the
-  reset in its message;
+- `glm-coding` (and `glm-coding-anthropic`): `glm-plan`, no quota headers, Z.ai's 429 with
+  a business code and the reset in its message;
 - anything else: an OpenAI-compatible upstream without quota headers.
 """
 
@@ -41,6 +41,7 @@ _SCENARIOS = {
     "copilot": "copilot-seat",
     "gemini-code-assist": "gemini-code-assist",
     "glm-coding": "glm-plan",
+    "glm-coding-anthropic": "glm-plan",
 }
 _TWO_WINDOWS = {"anthropic": ("5h", "7d"), "codex": ("5h", "7d")}
 

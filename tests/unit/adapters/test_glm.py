@@ -13,7 +13,7 @@ import pytest
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection
-from rungway.adapters.glm.adapter import GlmCodingAdapter
+from rungway.adapters.glm.adapter import GlmAnthropicAdapter, GlmCodingAdapter
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
 
@@ -52,6 +52,7 @@ def _connection(base_url: str, usage_base_url: str | None = None) -> Connection:
 )
 def test_a_429_is_classified_by_its_business_code(name: str, kind: FailureClass) -> None:
     assert GlmCodingAdapter().classify_failure(429, {}, _body(name)).kind is kind
+    assert GlmAnthropicAdapter().classify_failure(429, {}, _body(name)).kind is kind
 
 
 def test_a_bad_key_is_auth_and_a_plain_429_a_rate_limit() -> None:
@@ -87,3 +88,14 @@ def test_the_quota_endpoint_is_on_the_api_host_unless_moved() -> None:
     )
     assert moved is not None
     assert moved.url == "http://127.0.0.1:9/api/monitor/usage/quota/limit"
+
+
+def test_the_anthropic_endpoint_polls_the_same_quota_endpoint_and_reads_no_headers() -> None:
+    adapter = GlmAnthropicAdapter()
+    connection = _connection("https://api.z.ai/api/anthropic")
+    target = adapter.usage_target(connection)
+    assert target is not None
+    assert target.url == "https://api.z.ai/api/monitor/usage/quota/limit"
+    # A plan key is no Claude login: no unified headers to read, no extra usage.
+    headers = {"anthropic-ratelimit-unified-5h-utilization": "0.99"}
+    assert adapter.read_quota(connection, model="glm-5.2", headers=headers, now=NOW) == ()

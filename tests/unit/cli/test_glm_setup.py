@@ -51,10 +51,10 @@ def test_the_starter_makes_one_plan_connection_of_the_first_glm_key_set() -> Non
     assert [entry.billing for entry in glm] == [BillingClass.SUBSCRIPTION]
 
 
-def _connection(base_url: str | None) -> ConnectionConfig:
+def _connection(base_url: str | None, provider: str = "glm-coding") -> ConnectionConfig:
     raw = {
         "id": "glm",
-        "provider": "glm-coding",
+        "provider": provider,
         "auth": "apikey",
         "credential": {"env": "ZAI_API_KEY"},
         "models": ["glm-5.2"],
@@ -77,3 +77,12 @@ def test_doctor_warns_of_the_general_endpoint_which_refuses_a_plan_key() -> None
 )
 def test_doctor_is_silent_on_the_coding_endpoint(base_url: str | None) -> None:
     assert glm_findings("connection glm", _connection(base_url)) == []
+
+
+def test_doctor_checks_the_anthropic_endpoint_of_the_plan_too() -> None:
+    coding = _connection("https://api.z.ai/api/coding/paas/v4", "glm-coding-anthropic")
+    (finding,) = glm_findings("connection glm", coding)
+    assert "https://api.z.ai/api/anthropic" in finding.fix
+    assert glm_findings("connection glm", _connection(None, "glm-coding-anthropic")) == []
+    china = _connection("https://open.bigmodel.cn/api/anthropic", "glm-coding-anthropic")
+    assert glm_findings("connection glm", china) == []

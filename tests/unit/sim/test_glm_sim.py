@@ -14,7 +14,7 @@ from rungway.quota.glm import read_glm_error, read_glm_tools, read_glm_usage
 from rungway.routing.snapshot import WindowStatus
 from rungway.sim import SimUpstream, builtin_scenario, load_scenario
 
-from .conftest import RawResponse, chat_body, request
+from .conftest import RawResponse, chat_body, message_body, request
 
 KEY = {"authorization": "Bearer sim-glm-coding-plan-key"}
 CHAT = "/api/coding/paas/v4/chat/completions"
@@ -125,3 +125,23 @@ def test_the_printed_connection_reaches_the_sim_as_a_glm_plan(glm: SimUpstream) 
         ).status
         == 200
     )
+
+
+MESSAGES = "/api/anthropic/v1/messages?beta=true"
+ANTHROPIC_KEY = {"x-api-key": "sim-glm-coding-plan-key", "anthropic-version": "2023-06-01"}
+
+
+def test_the_anthropic_endpoint_serves_claude_code_on_the_same_plan(glm: SimUpstream) -> None:
+    bearer = {**KEY, "anthropic-version": "2023-06-01"}
+    for headers in (ANTHROPIC_KEY, bearer):
+        answer = request(glm.url, "POST", MESSAGES, message_body(model="glm-5.2"), headers)
+        assert answer.status == 200
+        assert answer.json()["type"] == "message"
+    assert glm.tally.total().requests == 2
+    refused = {"authorization": "Bearer nope", "anthropic-version": "2023-06-01"}
+    wrong = request(glm.url, "POST", MESSAGES, message_body(model="glm-5.2"), refused)
+    assert wrong.status == 401
+    glm.set_window_used("5h", 40000)
+    spent = request(glm.url, "POST", MESSAGES, message_body(model="glm-5.2"), ANTHROPIC_KEY)
+    assert spent.status == 429
+    assert spent.json()["error"]["code"] == "1308"

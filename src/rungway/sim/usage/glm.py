@@ -1,6 +1,6 @@
 """The GLM Coding Plan's usage endpoint: `GET /api/monitor/usage/quota/limit`.
 
-It answers the plan key (`Authorization: Bearer`) with
+It answers the plan key (`Authorization: Bearer`, or `x-api-key`) with
 `{"code":200,"msg":"操作成功","success":true,"data":{"limits":[...],"level":"pro"}}`
 (rungway.quota.glm has the shape and its sources). Each scenario window is one
 `TOKENS_LIMIT` with its length as `unit`/`number` and only `percentage` (percent used,
@@ -17,11 +17,11 @@ from typing import Any
 
 import orjson
 
-from rungway.sim.credential import credential_check
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.quota.windows import QuotaBook, WindowReading
 from rungway.sim.scenario import Scenario
 from rungway.sim.usage.reads import SimUsageEndpoint, UsageReads, retry_after
+from rungway.sim.wire.plan_paths import bearer_or_api_key
 
 ROUTES = frozenset({("GET", "/api/monitor/usage/quota/limit")})
 TOOL_CALLS_A_MONTH = 1000
@@ -38,7 +38,7 @@ def _too_many(wait_s: int) -> Reply:
     return Reply(429, body, (retry_after(wait_s),))
 
 
-def _unauthorized(sent: str | None) -> Reply:
+def _unauthorized() -> Reply:
     return Reply(401, _envelope(401, "令牌已过期或验证不正确"))
 
 
@@ -71,7 +71,12 @@ def _next_month_ms(now: float) -> int:
 
 def glm_quota(scenario: Scenario, book: QuotaBook) -> SimUsageEndpoint:
     """The quota endpoint over the plan's windows."""
-    authenticate = credential_check(scenario.auth, _unauthorized)
+
+    def authenticate(request: RecordedRequest) -> Reply | None:
+        # The plan key, as a bearer (what clients send here) or `x-api-key`.
+        if scenario.auth.kind == "none" or bearer_or_api_key(request) == scenario.auth.token:
+            return None
+        return _unauthorized()
 
     def render(request: RecordedRequest) -> Reply:
         now = book.clock.now()

@@ -1,8 +1,10 @@
-"""The GLM Coding Plan's OpenAI Chat endpoint as a simulated upstream serves it.
+"""The GLM Coding Plan's endpoints as a simulated upstream serves them, over one plan.
 
 Routes: `POST /api/coding/paas/v4/chat/completions` and `GET /api/coding/paas/v4/models`
-(Z.ai's plan endpoint; `open.bigmodel.cn` serves the same paths in China). Replies,
-streams and usage are OpenAI's; the plan key is sent as `Authorization: Bearer`.
+(Z.ai's plan endpoint; `open.bigmodel.cn` serves the same paths in China), whose replies,
+streams and usage are OpenAI's; and the Anthropic Messages API under `/api/anthropic`
+(`POST /api/anthropic/v1/messages`, also `?beta=true`), where Claude Code is pointed. The
+plan key is accepted as `Authorization: Bearer` or `x-api-key` on both.
 
 Refusals are Z.ai's: every quota and rate error is HTTP 429 with a business code,
 `{"error":{"code":"<code>","message":"..."}}`. A spent 5-hour window answers 1308 with
@@ -18,12 +20,21 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import orjson
 
+from rungway.clock import Clock
+from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.sim.exchange import RecordedRequest, Reply
-from rungway.sim.quota.windows import Admission
+from rungway.sim.faults import FaultQueue
+from rungway.sim.quota.windows import Admission, QuotaBook
+from rungway.sim.scenario import Scenario
+from rungway.sim.tally import Tally
+from rungway.sim.wire.anthropic_api import AnthropicApi, AnthropicDialect
+from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.openai_api import OpenAIApi, OpenAIDialect
-from rungway.sim.wire.serving import GenerationRequest
+from rungway.sim.wire.plan_paths import bearer_or_api_key, unprefixed
+from rungway.sim.wire.serving import Billing, GenerationRequest, GenerationService
 
 BASE = "/api/coding/paas/v4"
+ANTHROPIC_PREFIX = "/api/anthropic"
 GENERAL_CHAT = "/api/paas/v4/chat/completions"
 _CHINA_TIME = timezone(timedelta(hours=8))
 _FIVE_HOURS_S = 5 * 3600.0
@@ -48,18 +59,55 @@ def spent_reply(admission: Admission) -> Reply:
     )
 
 
+def throttle_or_spent(admission: Admission) -> Reply:
+    """1308/1310 for a spent window, else 1302 (too many requests at once)."""
+    if admission.rejected:
+        return spent_reply(admission)
+    return business_error(
+        "1302",
+        "High concurrency usage of this API, please reduce concurrency or contact "
+        "customer service to increase limits",
+    )
+
+
+def glm_authenticate(scenario: Scenario, request: RecordedRequest) -> Reply | None:
+    """None when the plan key was sent (bearer or `x-api-key`), else Z.ai's 401."""
+    if scenario.auth.kind == "none" or bearer_or_api_key(request) == scenario.auth.token:
+        return None
+    body = {"error": {"code": "1000", "message": "身份验证失败。"}}
+    return Reply(401, orjson.dumps(body))
+
+
 class GlmDialect(OpenAIDialect):
-    """OpenAI Chat requests and replies, with Z.ai's business-code refusals."""
+    """OpenAI Chat requests and replies, with Z.ai's key check and business-code refusals."""
+
+    def authenticate(self, request: RecordedRequest) -> Reply | None:
+        """None when the plan key was sent, else Z.ai's 401."""
+        return glm_authenticate(self._scenario, request)
 
     def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
         """1308/1310 for a spent window, else 1302 (too many requests at once)."""
-        if admission.rejected:
-            return spent_reply(admission)
-        return business_error(
-            "1302",
-            "High concurrency usage of this API, please reduce concurrency or contact "
-            "customer service to increase limits",
-        )
+        return throttle_or_spent(admission)
+
+
+class GlmMessagesDialect(AnthropicDialect):
+    """Anthropic Messages requests and replies, with Z.ai's key check and refusals. No client
+    check: Z.ai was not seen to refuse any client (docs/provider-signals.md A10)."""
+
+    def authenticate(self, request: RecordedRequest) -> Reply | None:
+        """None when the plan key was sent, else Z.ai's 401."""
+        return glm_authenticate(self._scenario, request)
+
+    def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
+        """1308/1310 for a spent window, else 1302 (too many requests at once)."""
+        return throttle_or_spent(admission)
+
+
+class _Messages(AnthropicApi):
+    def __init__(
+        self, scenario: Scenario, dialect: GlmMessagesDialect, service: GenerationService
+    ) -> None:
+        WireApi.__init__(self, scenario, dialect, service)
 
 
 class GlmApi(OpenAIApi):
@@ -67,6 +115,33 @@ class GlmApi(OpenAIApi):
 
     dialect_class = GlmDialect
     generation_paths = frozenset({f"{BASE}/chat/completions"})
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        clock: Clock,
+        book: QuotaBook,
+        faults: FaultQueue,
+        tally: Tally,
+        *,
+        billing: Billing | None = None,
+    ) -> None:
+        super().__init__(scenario, clock, book, faults, tally, billing=billing)
+        messages = GlmMessagesDialect(scenario)
+        service = GenerationService(scenario, messages, book, faults, tally)
+        # One log for both APIs: the sim's replies are the plan's, whichever API asked.
+        service.replies = self._service.replies
+        self._messages = _Messages(scenario, messages, service)
+
+    async def handle(
+        self, scope: Scope, receive: Receive, send: Send, request: RecordedRequest
+    ) -> None:
+        """The Messages API under `/api/anthropic`, else the coding endpoint's routes."""
+        inner = unprefixed(request, ANTHROPIC_PREFIX)
+        if inner is not None:
+            await self._messages.handle(scope, receive, send, inner)
+        else:
+            await super().handle(scope, receive, send, request)
 
     def route(self, request: RecordedRequest) -> Reply:
         """The model list, the general endpoint's refusal, else a 404."""
