@@ -44,6 +44,18 @@ _SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _UNITS = ("tokens", "requests", "cost")
 
 
+def known_plan_names() -> str:
+    """The known plans, a vendor's named once: `claude-{pro,max-5x}, copilot-pro, ...`."""
+    families: dict[str, list[str]] = {}
+    for name in KNOWN_PLANS:
+        vendor, _, plan = name.partition("-")
+        families.setdefault(vendor, []).append(plan)
+    return ", ".join(
+        f"{vendor}-{plans[0]}" if len(plans) == 1 else f"{vendor}-{{{','.join(plans)}}}"
+        for vendor, plans in families.items()
+    )
+
+
 class FlagError(ValueError):
     """A plan flag that cannot be used, with the fix in one line."""
 
@@ -63,7 +75,7 @@ def plan_quotas(
         connection_id, equals, name = flag.partition("=")
         _check_connection("--plan", flag, connection_id, known_ids)
         if not equals or name not in KNOWN_PLANS:
-            raise FlagError(f"--plan {flag}: name a known plan after `=`: {', '.join(KNOWN_PLANS)}")
+            raise FlagError(f"--plan {flag}: name a known plan after `=`: {known_plan_names()}")
         chosen[connection_id] = _quota(connection_id, KNOWN_PLANS[name], f"--plan {flag}")
     by_hand: dict[str, list[PlanWindow]] = {}
     for flag in windows:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rungway.cli.whatif_plans import DEFAULT_PLANS
+from rungway.cli.whatif_plans import DEFAULT_PLANS, known_plan_names
 from rungway.whatif.plans import KNOWN_PLANS, PlanQuota
 
 
@@ -20,3 +20,11 @@ def test_kimi_code_has_no_made_up_capacity() -> None:
     # Its usage endpoint gives percentages of an unpublished allowance.
     assert "kimi-code" not in DEFAULT_PLANS
     assert not any(name.startswith("kimi") for name in KNOWN_PLANS)
+
+
+def test_the_known_plan_names_read_back_whole_from_their_short_list() -> None:
+    named: list[str] = []
+    for group in known_plan_names().split(", "):
+        vendor, brace, plans = group.partition("-{")
+        named += [f"{vendor}-{plan}" for plan in plans.rstrip("}").split(",")] if brace else [group]
+    assert named == list(KNOWN_PLANS)
