@@ -48,11 +48,12 @@ def known_plan_names() -> str:
     """The known plans, a vendor's named once: `claude-{pro,max-5x}, copilot-pro, ...`."""
     families: dict[str, list[str]] = {}
     for name in KNOWN_PLANS:
-        vendor, _, plan = name.partition("-")
-        families.setdefault(vendor, []).append(plan)
+        families.setdefault(name.partition("-")[0], []).append(name)
     return ", ".join(
-        f"{vendor}-{plans[0]}" if len(plans) == 1 else f"{vendor}-{{{','.join(plans)}}}"
-        for vendor, plans in families.items()
+        names[0]
+        if len(names) == 1
+        else f"{vendor}-{{{','.join(name[len(vendor) + 1 :] for name in names)}}}"
+        for vendor, names in families.items()
     )
 
 
