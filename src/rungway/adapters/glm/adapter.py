@@ -5,11 +5,10 @@ The plan answers only at `https://api.z.ai/api/coding/paas/v4` (Chat Completions
 bearer) and `https://api.z.ai/api/anthropic` (Messages, the key in `x-api-key`), and at the
 same paths on `open.bigmodel.cn` in China: the general `/api/paas/v4` endpoint bills a
 platform balance and refuses a plan key with 1113. Every quota and rate error is HTTP 429
-with a business
-code (`rungway.quota.glm`): a spent window (1308, 1310, 1316-1321) is quota exhaustion
-until the reset its message names, an expired plan (1309) or an empty balance (1113) is
-billing, 1305 is an overloaded service and any other 429 a short rate limit. The windows
-are polled from `GET /api/monitor/usage/quota/limit` on the API's host.
+with a business code (`rungway.quota.glm`): a spent window (1308, 1310, 1316-1321) is
+quota exhaustion until the reset its message names, an expired plan (1309) or an empty
+balance (1113) is billing, 1305 is an overloaded service and any other 429 a short rate
+limit. The windows are polled from `GET /api/monitor/usage/quota/limit` on the API's host.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ serves only its coding endpoint.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta, timezone
 
 import orjson
@@ -48,7 +49,9 @@ def business_error(code: str, message: str) -> Reply:
 def spent_reply(admission: Admission) -> Reply:
     """The 429 for a request a spent window refuses, naming the window and its reset."""
     binding = max(admission.rejected, key=lambda reading: reading.reset_at)
-    reset = datetime.fromtimestamp(binding.reset_at, UTC)
+    # Whole seconds, rounded up: a client that waits until the named second finds the
+    # window reset, never a moment short of it.
+    reset = datetime.fromtimestamp(math.ceil(binding.reset_at), UTC)
     if binding.spec.length_s <= _FIVE_HOURS_S:
         wall = reset.astimezone(_CHINA_TIME).strftime("%Y-%m-%d %H:%M:%S")
         hours = max(1, round(binding.spec.length_s / 3600))
