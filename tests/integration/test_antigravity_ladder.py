@@ -226,3 +226,53 @@ def test_a_plan_kept_to_its_terms_never_sees_an_sdks_request(tmp_path: Path) -> 
         )
         assert world.via_openai("auto/thrifty") == "cheap"
         assert [r.path for r in world.plan.requests if "Content" in r.path] == []
+
+
+AGY = "antigravity/cli/1.2.2 (aidev_client; os_type=linux; arch=amd64; auth_method=consumer)"
+
+
+def _gemini_request(world: World, agent: str) -> httpx.Response:
+    body = {"contents": [{"role": "user", "parts": [{"text": "Say hello."}]}]}
+    return httpx.post(
+        f"{world.url}/v1beta/models/auto/thrifty:generateContent",
+        json=body,
+        headers={"user-agent": agent, "x-goog-api-key": "unused"},
+        timeout=30,
+    )
+
+
+def test_an_antigravity_client_is_served_by_a_plan_kept_to_its_terms(tmp_path: Path) -> None:
+    login = _plan().antigravity
+    assert login is not None
+    checking = _plan().model_copy(
+        update={"antigravity": login.model_copy(update={"clients": "antigravity"})}
+    )
+    for world in _world(tmp_path, checking, credits=False, clients="terms"):
+        served = _gemini_request(world, AGY)
+        assert served.status_code == 200, served.text
+        assert served.headers["x-rungway-connection"] == "plan"
+        (sent,) = [r for r in world.plan.requests if "Content" in r.path]
+        assert sent.headers["user-agent"] == AGY
+        assert world.via_gemini("auto/thrifty") == "cheap"
+
+
+def test_a_widened_plan_whose_upstream_refuses_the_client_falls_through_without_resting(
+    tmp_path: Path,
+) -> None:
+    login = _plan().antigravity
+    assert login is not None
+    checking = _plan().model_copy(
+        update={"antigravity": login.model_copy(update={"clients": "antigravity"})}
+    )
+    for world in _world(tmp_path, checking, credits=False, clients="any"):
+        assert world.via_gemini("auto/thrifty") == "cheap"
+        entry = next(
+            e
+            for e in httpx.get(f"{world.url}/admin/connections").json()["connections"]
+            if e["id"] == "plan"
+        )
+        assert entry["cooldown_until"] is None
+        assert entry["breaker"] == "closed"
+        assert not entry["disabled"]
+        # Antigravity's own client still gets the plan.
+        assert _gemini_request(world, AGY).headers["x-rungway-connection"] == "plan"
