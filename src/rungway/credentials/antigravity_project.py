@@ -66,14 +66,10 @@ class AntigravityProject(CodeAssistProject):
         self._credits_wanted = credits
         self._credits_held: bool | None = None
 
-    @property
-    def credits_wanted(self) -> bool:
-        """The config lets this connection spend AI credits past its quota."""
-        return self._credits_wanted
-
     def credits_in_use(self) -> bool | None:
         """True when requests past the quota are paid from credits: the config allows it
-        and the login holds at least the minimum; None before `loadCodeAssist` answered."""
+        and the login held at least the minimum when `loadCodeAssist` answered (spent since,
+        its 429 says `INSUFFICIENT_G1_CREDITS_BALANCE`); None before it answered."""
         if not self._credits_wanted:
             return False
         return self._credits_held

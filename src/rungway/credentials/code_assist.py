@@ -1,5 +1,6 @@
 """The Google Cloud project a Gemini Code Assist login works in, found as the Gemini CLI
-finds it (docs/provider-signals.md A6.1).
+finds it (docs/provider-signals.md A6.1); an Antigravity login asks the same methods in its
+own words (`antigravity_project.py`, A6.3).
 
 `POST {base}:loadCodeAssist` names the login's tier and, once the account is set up, its
 `cloudaicompanionProject`. An account that has none yet is onboarded: `POST
@@ -47,6 +48,12 @@ ONBOARD_WAIT_S: Final = 2.0
 
 class CodeAssistProject:
     """One Code Assist connection's project id, discovered on first need and then kept."""
+
+    named_project_needed = True
+    """A tier without a project of its own needs one named in the config (Code Assist's
+    Standard and Enterprise tiers); Antigravity onboards instead."""
+    headers: Mapping[str, str] = {}
+    """Headers of both calls, past the content type and the bearer."""
 
     def __init__(
         self,
@@ -101,7 +108,7 @@ class CodeAssistProject:
         configured = self._configured
         loaded = await self._call("loadCodeAssist", self.load_request())
         self.loaded(loaded)
-        project = project_id(loaded.get("cloudaicompanionProject"))
+        project = _project_id(loaded.get("cloudaicompanionProject"))
         if project is not None:
             return project
         if loaded.get("currentTier") and self.named_project_needed:
@@ -116,7 +123,7 @@ class CodeAssistProject:
             operation = await self._call("onboardUser", request)
             if operation.get("done"):
                 response = operation.get("response")
-                found = project_id(
+                found = _project_id(
                     response.get("cloudaicompanionProject") if isinstance(response, dict) else None
                 )
                 found = found or configured
@@ -127,13 +134,7 @@ class CodeAssistProject:
                 await asyncio.sleep(self._wait)
         raise _NotFound(f"onboardUser was still running after {ONBOARD_TRIES} tries")
 
-    # The four steps an Antigravity login takes its own way (credentials/antigravity_project.py).
-    named_project_needed = True
-    """A tier without a project of its own needs one named in the config (Code Assist's
-    Standard and Enterprise tiers)."""
-    headers: Mapping[str, str] = {}
-    """Headers of both calls, past the content type and the bearer."""
-
+    # What follows, an Antigravity login does its own way (credentials/antigravity_project.py).
     def load_request(self) -> dict[str, Any]:
         """The `loadCodeAssist` body: as the Gemini CLI asks, a project the user named goes
         with it."""
@@ -200,8 +201,8 @@ class _NotFound(Exception):
     """No project now; the message says why."""
 
 
-def project_id(value: object) -> str | None:
-    """A project id named as a string (`loadCodeAssist`) or as `{id, name}` (`onboardUser`)."""
+def _project_id(value: object) -> str | None:
+    # loadCodeAssist names the project as a string; onboardUser as `{id, name}`.
     if isinstance(value, dict):
         value = value.get("id")
     return value if isinstance(value, str) and value else None
