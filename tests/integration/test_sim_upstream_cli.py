@@ -92,6 +92,8 @@ def printed(request: pytest.FixtureRequest) -> Iterator[Printed]:
         ("copilot-seat", "/v1", "copilot"),
         ("gemini-api", "/v1beta", "gemini"),
         ("gemini-code-assist", "/v1internal", "gemini-code-assist"),
+        ("kimi-plan", "/coding", "kimi-code"),
+        ("minimax-plan", "/anthropic", "minimax-token-plan"),
     ],
     indirect=["printed"],
 )

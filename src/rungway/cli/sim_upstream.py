@@ -107,6 +107,14 @@ def credential_variable(scenario: Scenario) -> str:
     return "SIM_" + re.sub(r"[^A-Z0-9]+", "_", scenario.name.upper()).strip("_") + "_KEY"
 
 
+_PLAN_KEY_APIS = {
+    "glm": ("glm-coding", "/api/coding/paas/v4"),
+    "kimi-code": ("kimi-code", "/coding"),
+    "minimax": ("minimax-token-plan", "/anthropic"),
+}
+"""The plans a key reaches: their provider, and the path their API is served under."""
+
+
 def connection_entry(scenario: Scenario, url: str) -> dict[str, Any]:
     """A config connection that reaches the sim at `url` as the provider it stands for."""
     bearer = "apikey"
@@ -119,9 +127,10 @@ def connection_entry(scenario: Scenario, url: str) -> dict[str, Any]:
         provider, base_url, bearer = "gemini-code-assist", f"{url}/v1internal", "oauth"
     elif scenario.api == "antigravity":
         provider, base_url, bearer = "antigravity", f"{url}/v1internal", "oauth"
-    elif scenario.api == "glm":
-        # A plan key, not a login; the quota endpoint is on the same host, as on Z.ai's.
-        provider, base_url = "glm-coding", f"{url}/api/coding/paas/v4"
+    elif scenario.api in _PLAN_KEY_APIS:
+        # A plan key, not a login; its usage endpoint is on the same host, as on the vendor's.
+        provider, path = _PLAN_KEY_APIS[scenario.api]
+        base_url = url + path
     elif scenario.codex_settings is not None and scenario.api == "responses":
         provider, base_url, bearer = "codex", f"{url}/backend-api/codex", "oauth"
     elif scenario.api == "responses":

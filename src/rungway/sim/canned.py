@@ -23,6 +23,7 @@ import httptools
 from rungway.sim.scenario import Scenario
 from rungway.sim.server import SimUpstream
 
+_MESSAGES_UNDER = {"anthropic": "", "kimi-code": "/coding", "minimax": "/anthropic"}
 _SKIPPED = {"content-length", "connection", "date", "server", "transfer-encoding"}
 
 
@@ -35,8 +36,10 @@ def record_answer(scenario: Scenario) -> bytes:
         "generationConfig": {"maxOutputTokens": 64},
     }
     body: dict[str, Any]
-    if scenario.api == "anthropic":
-        path, body = "/v1/messages", {"model": model, "max_tokens": 64}
+    if scenario.api in _MESSAGES_UNDER:
+        # The coding plans serve the Messages API under a path of their own.
+        path = f"{_MESSAGES_UNDER[scenario.api]}/v1/messages"
+        body = {"model": model, "max_tokens": 64}
         headers = {"anthropic-version": "2023-06-01", "x-api-key": scenario.auth.token or ""}
     elif scenario.api == "gemini":
         path, body = f"/v1beta/models/{model}:generateContent", gemini
@@ -50,7 +53,7 @@ def record_answer(scenario: Scenario) -> bytes:
         path = "/api/coding/paas/v4" if scenario.api == "glm" else "/v1"
         path, body = f"{path}/chat/completions", {"model": model, "max_tokens": 64}
         headers = {"authorization": f"Bearer {scenario.auth.token or ''}"}
-    if scenario.api in ("anthropic", "openai", "responses", "glm"):
+    if scenario.api in ("anthropic", "openai", "responses", "glm", "kimi-code", "minimax"):
         body["messages"] = [{"role": "user", "content": prompt}]
     with SimUpstream(scenario) as sim:
         request = urllib.request.Request(

@@ -117,5 +117,7 @@ def test_a_booster_wallet_serves_past_the_spent_plan_and_reports_itself() -> Non
         assert _message(sim).status == 200
         reading = read_kimi_usage(_usages(sim).body, now=sim.clock.now())
         assert reading.overage_permitted is True
+        # Served past it, the window still reads spent: the wallet is paying.
+        assert {w.name: w.used_percent for w in reading.windows}["5h"] == 100.0
         wallet = _usages(sim).json()["boosterWallet"]
         assert wallet["balance"]["amountLeft"] == "350000000"

@@ -36,7 +36,7 @@ def _too_many(wait_s: int) -> Reply:
 
 def _detail(reading: WindowReading) -> dict[str, str]:
     # Whole percents, rounded so that a window reads spent only once it is.
-    used = 100 if reading.exhausted else min(99, math.floor(reading.utilization * 100))
+    used = 100 if reading.spent else min(99, math.floor(reading.utilization * 100))
     stamp = datetime.fromtimestamp(reading.reset_at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return {"limit": "100", "used": str(used), "remaining": str(100 - used), "resetTime": stamp}
 
