@@ -47,6 +47,8 @@ def test_the_starter_makes_one_plan_connection_of_the_first_glm_key_set() -> Non
     assert connection.credential is not None
     assert connection.credential.env == "ZAI_API_KEY"
     assert "GLM Coding Plan key from $ZAI_API_KEY (rung 0, subscription)" in starter.text
+    words = " ".join(starter.text.replace("#", " ").split())
+    assert "Claude Code here, others with `clients: any`" in words
     glm = [entry for entry in builtin_catalog() if entry.provider == "glm-coding"]
     assert [entry.billing for entry in glm] == [BillingClass.SUBSCRIPTION]
 

@@ -48,7 +48,11 @@ _KEYED: dict[Provider, tuple[str, tuple[str, ...]]] = {
 _PLAN_KEYS: dict[Provider, tuple[str, str]] = {
     # A plan's own key: a subscription on rung 0, not a per-token bill; and what becomes of
     # a key of the same vendor that is not the plan's.
-    "glm-coding": ("GLM Coding Plan", "A platform key without the plan is refused (429, 1113)."),
+    "glm-coding": (
+        "GLM Coding Plan",
+        "A platform key without the plan is refused (429, 1113). Z.ai's terms keep the plan"
+        " to its coding tools: Claude Code here, others with `clients: any`.",
+    ),
     "kimi-code": ("Kimi Code", "Only a Kimi Code console key serves; a Moonshot key is refused."),
     "minimax-token-plan": (
         "MiniMax Token Plan",
