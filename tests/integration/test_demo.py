@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import anthropic
 import httpx
 import openai
 
@@ -44,6 +45,12 @@ def test_demo_serves_requests_and_stops_on_interrupt(tmp_path: Path) -> None:
         )
         assert raw.headers["x-rungway-connection"] == "cheap"
         assert raw.parse().choices[0].message.content
+        # A Claude model from an SDK: the plan's terms keep it for Claude Code, so the key.
+        claude = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="demo")
+        answer = claude.messages.with_raw_response.create(
+            model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        )
+        assert answer.headers["x-rungway-connection"] == "claude-api"
         assert (tmp_path / "rungway.yaml").exists()
         assert (tmp_path / "ledger.sqlite3").exists()
     finally:
@@ -52,6 +59,7 @@ def test_demo_serves_requests_and_stops_on_interrupt(tmp_path: Path) -> None:
     assert demo.returncode == 0, err
     assert f"http://127.0.0.1:{port}" in out
     assert "ANTHROPIC_BASE_URL" in out
+    assert "claude-plan: Claude Code only, as its terms say" in err
 
 
 def _wait_ready(demo: subprocess.Popen[str], port: int) -> None:

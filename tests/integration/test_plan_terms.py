@@ -14,7 +14,9 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from rich.console import Console
 
+from rungway.cli.status import ladder_table
 from tests.integration.conftest import (
     CLAUDE,
     CLAUDE_CODE_HEADERS,
@@ -156,3 +158,31 @@ def test_a_plan_bound_to_one_client_key_serves_that_key_alone(
     assert [s["reason"] for s in row["plan"]["skipped"] if s["connection"] == "plan"] == [
         "client_key"
     ]
+
+
+def test_the_admin_api_and_status_show_a_widened_plan_and_its_shared_warning(
+    start_gateway: StartGateway, sims: Upstreams, tmp_path: Path
+) -> None:
+    keys = {"me": "rw-client-me", "colleague": "rw-client-colleague"}
+    for name, key in keys.items():
+        (tmp_path / f"{name}.key").write_text(key)
+    gateway = start_gateway(
+        connections=_plans(sims.api.url, tmp_path, sims, clients="any"),
+        client_keys=[{"name": n, "key": {"file": str(tmp_path / f"{n}.key")}} for n in keys],
+    )
+
+    listed = httpx.get(f"{gateway.url}/admin/connections").json()
+    terms = next(c for c in listed["connections"] if c["id"] == "plan")["terms"]
+
+    assert (terms["clients"], terms["widened"], terms["one_person"]) == (
+        ["claude-code"],
+        True,
+        True,
+    )
+    assert terms["page"] == "https://code.claude.com/docs/en/legal-and-compliance"
+    assert "served to 2 client keys" in terms["warning"]
+    assert next(c for c in listed["connections"] if c["id"] == "api")["terms"] is None
+    console = Console(width=200, record=True)
+    console.print(ladder_table(listed["connections"], listed["now"]))
+    shown = console.export_text()
+    assert "any client, widened by the operator (clients: any)" in shown

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from rungway.cli.plan_terms import terms_facts
 from rungway.config import Settings
 from rungway.routing.retired import RETIRED
 from rungway.routing.rungs import Rung
@@ -51,6 +52,8 @@ def facts(
         "retired": {
             c.id: RETIRED[c.provider].notice for c in settings.connections if c.provider in RETIRED
         },
+        # Which clients each plan serves, by its terms or its operator's choice.
+        "terms": terms_facts(roster, len(settings.client_keys)),
         "dashboard": f"{url}/dashboard",
         "metrics": f"{url}/metrics",
     }
@@ -81,6 +84,11 @@ def _text(facts: dict[str, Any]) -> str:
         lines.append(f"{label}{rung:<{width}}  {shown}" + (f"; {budget}" if budget else ""))
     for connection_id, notice in facts["retired"].items():
         lines.append(f"  [bold]retired[/]    [yellow]{escape(connection_id)}: {escape(notice)}[/]")
+    for index, (connection_id, said) in enumerate(facts["terms"].items()):
+        label = "  [bold]terms[/]      " if index == 0 else " " * 13
+        lines.append(f"{label}{escape(connection_id)}: {escape(str(said['note']))}")
+        if said["warning"]:
+            lines.append(f"{' ' * 13}[yellow]{escape(connection_id)}: {escape(said['warning'])}[/]")
     keys = facts["client_keys"]
     clients = f"{keys} client keys" if keys else "any key, from this machine only (no client_keys)"
     lines += [

@@ -27,10 +27,12 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
+from rungway.app import build_roster
 from rungway.cli.config_file import ConfigOption, require_config
 from rungway.cli.findings import Finding, Level, show
 from rungway.cli.glm_check import glm_findings
 from rungway.cli.google_plans import google_plan_findings
+from rungway.cli.plan_terms import terms_findings
 from rungway.cli.plan_usage_check import plan_usage_findings
 from rungway.cli.probes import Probe, api_finding, clock_skew, probe_all
 from rungway.cli.store_checks import store_findings
@@ -110,6 +112,7 @@ def check_config(path: Path) -> tuple[list[Finding], Settings | None, dict[str, 
         fix = "add `client_keys`, or set `server.host: 127.0.0.1`"
         findings.append(Finding(Level.FAIL, "server", str(error), fix))
     findings.extend(budget_findings(settings.ladder))
+    findings.extend(terms_findings(build_roster(settings), len(settings.client_keys)))
     # With unreadable credentials (reported above) token expiry is not checked.
     return findings, settings, secrets
 

@@ -2,7 +2,8 @@
 
 One table: the five rungs in escalation order, each with the connections that serve a
 model on it, their quota windows (used share and a countdown to the reset), cooldown,
-breaker, and whether an operator disabled them. Under it, a line for each shared store
+breaker, whether an operator disabled them, and which clients a plan serves (its terms,
+or the operator's `clients: any`). Under it, a line for each shared store
 (Redis, PostgreSQL) the gateway uses: up, or degraded and why.
 """
 
@@ -70,10 +71,21 @@ def ladder_table(connections: list[dict[str, Any]], now: float) -> Table:
                 or "[dim]no reading[/]",
                 _cooldown(entry, now),
                 _BREAKER.get(entry["breaker"], entry["breaker"]),
-                "[red]disabled[/]" if entry.get("disabled") else "[green]enabled[/]",
+                ("[red]disabled[/]" if entry.get("disabled") else "[green]enabled[/]")
+                + _terms(entry),
             )
         table.add_section()
     return table
+
+
+def _terms(entry: dict[str, Any]) -> str:
+    # Which clients the plan serves, and the operator's choice past its terms if any.
+    terms = entry.get("terms")
+    if not terms:
+        return ""
+    color = "yellow" if terms["widened"] or terms["warning"] else "dim"
+    said = f"\n[{color}]{escape(terms['note'])}[/]"
+    return said + (f"\n[yellow]{escape(terms['warning'])}[/]" if terms["warning"] else "")
 
 
 def _overage(entry: dict[str, Any]) -> str:

@@ -75,6 +75,51 @@ class ConnectionTerms:
             not self.widened and self.terms is not None and self.terms.clients is not None
         )
 
+    def shared_warning(self, client_keys: int) -> str | None:
+        """Why this connection may breach its plan's terms by serving several people: a plan
+        for one person, not bound to one client key, behind `client_keys` keys (None if not)."""
+        terms = self.terms
+        if terms is None or not terms.one_person or self.client_key is not None:
+            return None
+        if client_keys < 2:
+            return None
+        return (
+            f"a plan for one person, served to {client_keys} client keys; its terms "
+            f"({terms.page}) give it to one person: bind it with `client_key: NAME`"
+        )
+
+    def note(self, names: Mapping[str, str]) -> str:
+        """Which clients the connection serves, in words (`names`: client ids to names)."""
+        terms = self.terms
+        if self.widened:
+            said = f"; its terms: {terms.rule}" if terms is not None else ""
+            shown = f"any client, widened by the operator (clients: any){said}"
+        elif terms is None or terms.clients is None:
+            shown = "any client"
+        else:
+            clients = " and ".join(names.get(c, c) for c in sorted(terms.clients))
+            shown = f"{clients} only, as its terms say ({terms.page}, read {terms.read})"
+        if self.client_key is not None:
+            shown += f"; bound to client key {self.client_key}"
+        return shown
+
+    def to_json(self, names: Mapping[str, str], client_keys: int) -> dict[str, object] | None:
+        """The admin API's view; None for a connection with no terms and no choice made."""
+        terms = self.terms
+        if terms is None and not self.widened and self.client_key is None:
+            return None
+        return {
+            "clients": sorted(terms.clients) if terms and terms.clients else ANY_CLIENT,
+            "widened": self.widened,
+            "client_key": self.client_key,
+            "one_person": terms.one_person if terms else False,
+            "page": terms.page if terms else None,
+            "read": terms.read if terms else None,
+            "rule": terms.rule if terms else None,
+            "note": self.note(names),
+            "warning": self.shared_warning(client_keys),
+        }
+
     def skip_of(self, client: RequestClient) -> tuple[SkipReason, str] | None:
         """The reason and detail to keep `client`'s request off, or None when it may pass."""
         if self.client_key is not None and client.key != self.client_key:

@@ -20,6 +20,7 @@ from rungway.clock import Clock
 from rungway.config import ClientKeyConfig, is_loopback
 from rungway.engine.state import StateSource
 from rungway.ledger.report import LedgerUnavailable
+from rungway.protocol.clients import KNOWN_CLIENTS
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import UsagePoller
 from rungway.routing.retired import RETIRED
@@ -87,6 +88,12 @@ class AdminApi:
             "enable": self._enable,
         }
         self._key = ClientKeys({"admin": key} if key is not None else {})
+        client_keys = tuple(client_keys)
+        # Which clients each plan serves, by its terms or its operator's choice: fixed.
+        self._terms = {
+            c.id: c.terms.to_json(KNOWN_CLIENTS, len(client_keys))
+            for c in roster.connections.values()
+        }
         self._spend = SpendBook(
             ledger=ledger, ladder=ladder, client_keys=client_keys, rung_spend=rung_spend
         )
@@ -148,7 +155,10 @@ class AdminApi:
         now = self._clock.now()
         states = self._state.connection_states(now)
         return [
-            _connection(connection, states.get(connection.id, ConnectionState()), now)
+            {
+                **_connection(connection, states.get(connection.id, ConnectionState()), now),
+                "terms": self._terms[connection.id],
+            }
             for connection in self._roster.connections.values()
         ]
 
@@ -226,7 +236,8 @@ class AdminApi:
         now = self._clock.now()
         state = self._state.connection_states(now).get(connection_id, ConnectionState())
         connection = self._roster.connections[connection_id]
-        await _reply(send, 200, _connection(connection, state, now))
+        entry = {**_connection(connection, state, now), "terms": self._terms[connection_id]}
+        await _reply(send, 200, entry)
 
 
 def _connection(connection: RosterConnection, state: ConnectionState, now: float) -> dict[str, Any]:

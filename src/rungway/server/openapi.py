@@ -96,6 +96,30 @@ _SCHEMAS: dict[str, Any] = {
             "cooldown_reason": _STRING,
             "breaker": _enum([state.value for state in BreakerState]),
             "disabled": {"type": "boolean"},
+            "terms": {
+                "anyOf": [
+                    _object(
+                        {
+                            "clients": {
+                                "anyOf": [{"type": "array", "items": _STRING}, {"const": "any"}]
+                            },
+                            "widened": {"type": "boolean"},
+                            "client_key": _nullable("string"),
+                            "one_person": {"type": "boolean"},
+                            "page": _nullable("string"),
+                            "read": _nullable("string"),
+                            "rule": _nullable("string"),
+                            "note": _STRING,
+                            "warning": _nullable("string"),
+                        }
+                    ),
+                    {"type": "null"},
+                ],
+                "description": "Which clients the plan serves: its terms (the clients they "
+                "allow, the page and the date it was read), whether the operator widened it "
+                "(`clients: any`) or bound it to one client key, and a warning when a plan for "
+                "one person serves several client keys; null for a connection without terms.",
+            },
             "retired": {
                 "anyOf": [
                     _object({"since": _STRING, "successor": _STRING, "notice": _STRING}),

@@ -70,6 +70,15 @@ function connectionCard(connection, models, nowSeconds) {
       el("span", { class: "badge retired", title: retired.notice }, `retired ${retired.since}: use ${retired.successor}`),
     );
   }
+  // Which clients the plan serves: its terms, or the operator's choice past them; and a
+  // warning when a plan for one person serves several client keys.
+  const terms = connection.terms;
+  if (terms) {
+    const label = terms.widened ? "any client (widened past its terms)" : terms.clients === "any" ? "any client" : `terms: ${terms.clients.join(", ")} only`;
+    badges.push(el("span", { class: terms.widened ? "badge terms widened" : "badge terms", title: terms.note }, label));
+    if (terms.client_key) badges.push(el("span", { class: "badge terms" }, `client key ${terms.client_key} only`));
+    if (terms.warning) badges.push(el("span", { class: "badge terms shared", title: terms.warning }, "one person's plan, several client keys"));
+  }
   // The account's own word that it bills past its quota (Copilot overage, Claude extra
   // usage, Codex credits), and whether its last answer was billed so.
   if (connection.overage_in_use === true) {
