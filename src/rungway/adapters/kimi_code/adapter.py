@@ -3,10 +3,10 @@
 A Kimi Code console key (`x-api-key`) is how the plan's terms let a third-party tool in:
 its OAuth login is for the official clients. The client's own identity headers (its user
 agent, and the Kimi clients' `X-Msh-*` device headers) pass through unchanged, as the terms
-forbid altering them. A spent plan answers 403
-`access_terminated_error` ("You've reached your weekly (7-day) usage limit ..."), the
-same status and type as its refusal of a client it does not serve ("... only available for
-Coding Agents ..."): only the message tells them apart. The windows and the booster
+forbid altering them. A spent plan answers 403 `access_terminated_error` ("You've reached
+your weekly (7-day) usage limit ..."), the same status and type as its refusal of a client
+it does not serve ("... only available for Coding Agents ..."): only the message tells
+them apart. The windows and the booster
 wallet, the extra usage billed past them, are read from `GET {base}/v1/usages`
 (docs/provider-signals.md, Kimi Code).
 """
@@ -28,8 +28,6 @@ DEFAULT_BASE_URL = "https://api.kimi.com/coding"
 _WRONG_CLIENT = "only available for coding agents"
 _SPENT = ("usage limit", "quota")
 _WINDOW_WORDS = (("7-day", "7d"), ("weekly", "7d"), ("5-hour", "5h"), ("billing cycle", "month"))
-
-
 KIMI_SHAPE = replace(ANTHROPIC_SHAPE, forwarded=(*ANTHROPIC_SHAPE.forwarded, "x-msh-"))
 """A Messages request with the Kimi clients' own `X-Msh-*` device headers passed on too."""
 
