@@ -3,6 +3,7 @@ bodies in the shapes those services were seen to send."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,30 @@ def test_minimax_polls_token_plan_remains_at_the_host_root() -> None:
     target = MiniMaxAdapter().usage_target(connection)
     assert target is not None
     assert target.url == "https://api.minimax.io/v1/token_plan/remains"
+
+
+@pytest.mark.parametrize(
+    ("usage_base_url", "url", "counts_remaining"),
+    [
+        ("https://www.minimaxi.com", "https://www.minimaxi.com/v1/token_plan/remains", False),
+        (
+            "https://api.minimax.io/v1/api/openplatform/coding_plan/remains",
+            "https://api.minimax.io/v1/api/openplatform/coding_plan/remains",
+            True,
+        ),
+    ],
+)
+def test_minimax_usage_base_url_is_a_host_or_a_whole_remains_url(
+    usage_base_url: str, url: str, counts_remaining: bool
+) -> None:
+    connection = replace(
+        _connection("minimax-token-plan", "https://api.minimax.io/anthropic"),
+        usage_base_url=usage_base_url,
+    )
+    target = MiniMaxAdapter().usage_target(connection)
+    assert target is not None
+    assert target.url == url
+    # The same body read from each endpoint: 1349 is what is left on coding_plan only.
+    body = (FIXTURES / "minimax" / "coding_plan_remains_counts.json").read_bytes()
+    (five, _) = target.read(body, NOW).windows
+    assert five.used_percent == pytest.approx(100 * (151 if counts_remaining else 1349) / 1500)

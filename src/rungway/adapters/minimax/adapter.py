@@ -83,12 +83,15 @@ class MiniMaxAdapter(AnthropicMessagesAdapter):
         return (window,)
 
     def usage_target(self, connection: Connection) -> PollTarget | None:
-        """`GET /v1/token_plan/remains` on the API host, or `coding_plan/remains` when
-        `usage_base_url` ends with that path."""
+        """`GET /v1/token_plan/remains` on the API host, or under `usage_base_url` (the
+        `www.` or China host); a `usage_base_url` that ends with either `remains` path is
+        read as it is (`coding_plan/remains`, whose counts are what is left)."""
         if connection.secret is None and connection.source is None:
             return None
-        url = connection.usage_base_url or _host_root(connection.base_url) + TOKEN_PLAN_PATH
-        counts_remaining = url.rstrip("/").endswith(CODING_PLAN_PATH)
+        url = (connection.usage_base_url or _host_root(connection.base_url)).rstrip("/")
+        if not url.endswith((TOKEN_PLAN_PATH, CODING_PLAN_PATH)):
+            url += TOKEN_PLAN_PATH
+        counts_remaining = url.endswith(CODING_PLAN_PATH)
         headers = CredentialHeaders(connection, "Bearer", {"accept": "application/json"})
         return PollTarget(
             connection.id,
