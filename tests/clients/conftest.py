@@ -47,7 +47,7 @@ GEMINI_CLIENT_KEY = "sk-rungway-clients-gemini-cli"
 SUBSCRIPTION_REPLY = "rungway-plan-reply: the simulated Claude plan answered."
 CODEX_REPLY = "rungway-codex-reply: the simulated Codex plan answered."
 CHEAP_REPLY = "rungway-cheap-reply: the simulated cheap provider answered."
-GEMINI_PLAN_REPLY = "rungway-gemini-plan-reply: the simulated Code Assist plan answered."
+GEMINI_PLAN_REPLY = "rungway-gemini-plan-reply: the simulated Antigravity plan answered."
 FREE_REPLY = "rungway-free-reply: the simulated free-tier Gemini API key answered."
 TOOL_MARKER = "rungway-tool-ok"
 
@@ -179,6 +179,8 @@ def _scenario(
         raw["windows"] = [{**w, "capacity": SUBSCRIPTION_WINDOW_CAPACITY} for w in raw["windows"]]
     if widened:
         raw["auth"] = {**raw["auth"], "clients": "any"}
+        if raw.get("antigravity") is not None:
+            raw["antigravity"] = {**raw["antigravity"], "clients": "any"}
     return Scenario.model_validate(raw)
 
 
@@ -222,12 +224,9 @@ _SUBSCRIPTIONS = {
     "codex": _Subscription(
         "codex-plan", CODEX_REPLY, "codex-plan", "codex", path="/backend-api/codex"
     ),
+    # Google's plan of today: Code Assist stopped serving consumer plans on 2026-06-18.
     "gemini": _Subscription(
-        "gemini-code-assist",
-        GEMINI_PLAN_REPLY,
-        "gemini-plan",
-        "gemini-code-assist",
-        path="/v1internal",
+        "antigravity", GEMINI_PLAN_REPLY, "gemini-plan", "antigravity", path="/v1internal"
     ),
 }
 
@@ -235,7 +234,7 @@ _SUBSCRIPTIONS = {
 @pytest.fixture
 def start_world(tmp_path: Path) -> Iterator[StartWorld]:
     """Start a world whose plan is `claude` (Claude plan), `codex` (Codex plan) or `gemini`
-    (a Gemini Code Assist login, with a free-tier Gemini API key as the free rung).
+    (an Antigravity login, with a free-tier Gemini API key as the free rung).
 
     `tool_calls` lists the tools the simulated plan asks for when a request offers them.
     `widened` serves any client from the plan (its connection's `clients: any`), and its

@@ -244,8 +244,9 @@ def _gemini_tool_turn(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[
 def test_gemini_cli_runs_the_shell_tool_the_plan_asks_for(
     start_world: StartWorld, gemini: MakeGemini, subscription: str, connection_id: str
 ) -> None:
-    # A Claude plan serves the Gemini CLI only widened: its terms name Claude Code.
-    world = start_world(subscription, tool_calls=[SHELL_CALL], widened=subscription == "claude")
+    # Neither plan's terms name the Gemini CLI (a Claude plan's name Claude Code, an
+    # Antigravity login's Google's Antigravity clients): both are widened on purpose.
+    world = start_world(subscription, tool_calls=[SHELL_CALL], widened=True)
 
     report = _output(gemini(world).run("Run the command that prints the rungway marker.", "--yolo"))
 
@@ -255,7 +256,7 @@ def test_gemini_cli_runs_the_shell_tool_the_plan_asks_for(
         offered = {tool["name"] for tool in sent[0].body["tools"]}
         calls, results = _anthropic_tool_turn(sent[1].body)
     else:
-        # Code Assist's envelope holds the Gemini request the CLI sent.
+        # Antigravity's envelope holds the Gemini request the CLI sent.
         offered = {
             declaration["name"]
             for tool in sent[0].body["request"]["tools"]
@@ -278,13 +279,13 @@ def test_gemini_cli_runs_the_shell_tool_the_plan_asks_for(
     _assert_clean_gateway_calls(world)
 
 
-def test_gemini_cli_climbs_from_the_code_assist_plan_to_the_free_key_to_the_cheap_rung(
+def test_gemini_cli_climbs_from_an_antigravity_plan_to_the_free_key_to_the_cheap_rung(
     start_world: StartWorld, gemini: MakeGemini
 ) -> None:
-    world = start_world("gemini")
+    world = start_world("gemini", widened=True)
     assert world.free is not None
-    code_assist = world.subscription.scenario.code_assist
-    assert code_assist is not None
+    login = world.subscription.scenario.antigravity
+    assert login is not None
     cli = gemini(world)
 
     report = _output(cli.run("Say hello."))
@@ -293,12 +294,10 @@ def test_gemini_cli_climbs_from_the_code_assist_plan_to_the_free_key_to_the_chea
     row = _served(world, "subscription", "gemini-plan", tried=set())
     (sent,) = inference_requests(world.subscription)
     assert sent.path == "/v1internal:streamGenerateContent"
-    # The same API all the way: the CLI's request goes into Code Assist's envelope, with the
+    # The same API all the way: the CLI's request goes into Antigravity's envelope, with the
     # login's token and project instead of the client's key.
-    assert (sent.body["project"], sent.body["model"]) == (
-        code_assist.project,
-        row["upstream_model"],
-    )
+    assert (sent.body["project"], sent.body["model"]) == (login.project, row["upstream_model"])
+    assert (sent.body["userAgent"], sent.body["requestType"]) == ("antigravity", "agent")
     assert set(sent.body["request"]) == CLI_REQUEST_FIELDS
     assert sent.body["request"]["contents"][-1]["parts"][-1] == {"text": "Say hello."}
     assert sent.header("authorization") == f"Bearer {world.subscription.scenario.auth.token}"
@@ -340,7 +339,7 @@ def test_gemini_cli_climbs_from_the_code_assist_plan_to_the_free_key_to_the_chea
 def test_gemini_cli_reports_the_gateways_429_when_no_plan_quota_is_left(
     start_world: StartWorld, gemini: MakeGemini
 ) -> None:
-    world = start_world("gemini")
+    world = start_world("gemini", widened=True)
     assert world.free is not None
     world.exhaust_subscription()
 
@@ -350,7 +349,9 @@ def test_gemini_cli_reports_the_gateways_429_when_no_plan_quota_is_left(
     # Headless with JSON output, the CLI ends its stderr with a report of the error.
     report = json.loads(run.stderr[run.stderr.rindex("\n{\n") :])
     assert report["error"]["code"] == 429, run.describe()
-    assert "gemini-plan: quota_exhausted" in report["error"]["message"], run.describe()
+    # Antigravity's buckets are per model: each of the plan's models is named spent.
+    message = report["error"]["message"]
+    assert "gemini-plan (gemini-3-flash): quota_exhausted" in message, run.describe()
     # It read Google's error shape as a quota refusal, and did not try again.
     assert "QuotaError" in run.stderr, run.describe()
     assert world.endpoints() == [
