@@ -133,11 +133,24 @@ def test_a_past_or_missing_reset_is_now_or_none() -> None:
     assert glm_reset("at 2026-13-45 99:99:99", now=NOW) is None
 
 
+_FIELDS = st.sampled_from(
+    ["type", "unit", "number", "percentage", "nextResetTime", "usage", "currentValue", "code"]
+) | st.text(max_size=4)
+_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["TOKENS_LIMIT", "TIME_LIMIT", "1308", "将在 2026-08-25 07:41:44 重置"])
+)
+
+
 @given(
     st.recursive(
-        st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(),
-        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
-        max_leaves=20,
+        _LEAVES,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_FIELDS, inner, max_size=5),
+        max_leaves=10,
     )
 )
 def test_the_readers_never_raise_on_any_json(value: Any) -> None:
