@@ -234,6 +234,8 @@ class SimUpstream:
             self._usage.reset()
         if self.oauth is not None:
             self.oauth.reset()
+        if isinstance(self._api, AntigravityApi):
+            self._api.reset()
         self.tally.clear()
         self._api.replies.clear()
         self._faults.clear()

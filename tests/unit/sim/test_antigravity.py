@@ -198,6 +198,9 @@ def test_credits_pay_past_a_spent_bucket_only_when_asked_and_while_they_last() -
         assert spent.status == 429
         assert spent.json()["error"]["details"][0]["reason"] == "INSUFFICIENT_G1_CREDITS_BALANCE"
         assert sim.tally.total().requests == 4
+        sim.reset()
+        loaded = call(sim, "loadCodeAssist", {"metadata": {"ideType": "ANTIGRAVITY"}}).json()
+        assert loaded["paidTier"]["availableCredits"][0]["creditAmount"] == "120"
 
 
 def test_an_upstream_that_does_not_check_its_client_serves_any_user_agent() -> None:

@@ -68,8 +68,8 @@ class AntigravityDialect(CodeAssistDialect):
         self.settings = CodeAssistSpec(project=self.login.project)
         self._book = book
         self._lock = threading.Lock()
-        credits = self.login.credits
-        self.balance = credits.balance if credits is not None else 0
+        self.balance = 0
+        self.reset()
 
     def refuses_client(self, request: RecordedRequest) -> bool:
         """True when the request's user agent is not an Antigravity client's."""
@@ -128,6 +128,12 @@ class AntigravityDialect(CodeAssistDialect):
         """The bucket's 429 when admission refuses (a login without credits)."""
         return antigravity_quota_exceeded(request.model, admission.rejected, admission.now)
 
+    def reset(self) -> None:
+        """Give the login back the credits the scenario starts with."""
+        credits = self.login.credits
+        with self._lock:
+            self.balance = credits.balance if credits is not None else 0
+
     def available_credits(self) -> list[dict[str, str]]:
         """`paidTier.availableCredits` now."""
         credits = self.login.credits
@@ -176,6 +182,10 @@ class AntigravityApi(WireApi[AntigravityDialect]):
             scenario, dialect, GenerationService(scenario, dialect, book, faults, tally)
         )
         self._book = book
+
+    def reset(self) -> None:
+        """Restore the scenario's credit balance (`SimUpstream.reset`)."""
+        self._dialect.reset()
 
     def route(self, request: RecordedRequest) -> Reply:
         """countTokens, loadCodeAssist, onboardUser, retrieveUserQuota and
