@@ -5,8 +5,10 @@ The gateway and the simulated upstreams share one fake clock, so a 5-hour window
 an instant. Kimi's window resets two hours in, GLM's at five, so each plan's return is
 seen on its own. The client is Claude Code (its headers): the GLM plan's terms name Z.ai's
 supported coding tools, of which rungway recognises Claude Code, and Kimi's let any
-client use it, so no connection is widened here. Each plan's window is small, so a few
-requests spend it.
+client use it, so no connection is widened but where a test says so: an OpenAI SDK script
+is kept off the GLM plan by its terms unless its connection says `clients: any`. Each
+plan's window is small, so a few requests spend it. The GLM plan is reached at its Chat
+Completions endpoint, and in one test at its Anthropic one.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ CLAUDE_CODE_HEADERS = {
     "anthropic-beta": "claude-code-20250219",
 }
 """What Claude Code sends on every request (docs/provider-signals.md A2.2)."""
+GLM_RULE = "terms: a GLM Coding Plan serves Z.ai's supported coding tools only (Claude Code here)"
 # About four answers of 24 tokens and their prompts fill a window of this many tokens.
 PLAN_CAPACITY = 200
 
@@ -195,6 +198,13 @@ def widened(tmp_path: Path) -> Iterator[World]:
         yield running
 
 
+@pytest.fixture
+def glm_messages(tmp_path: Path) -> Iterator[World]:
+    """The same world with the GLM plan reached at its Anthropic endpoint."""
+    with _running(tmp_path, glm_provider="glm-coding-anthropic") as running:
+        yield running
+
+
 def _ledger_matches_tallies(world: World) -> None:
     world.gateway.ledger.flush()
     rows = read_rows(world.ledger, limit=1000)
@@ -255,9 +265,6 @@ def test_thrifty_climbs_to_the_cheap_rung_and_comes_back_after_each_plans_reset(
     _ledger_matches_tallies(world)
 
 
-GLM_RULE = "terms: a GLM Coding Plan serves Z.ai's supported coding tools only (Claude Code here)"
-
-
 def _openai_chat(world: World, model: str) -> str:
     client = openai.OpenAI(base_url=f"{world.url}/v1", api_key="unused", max_retries=0)
     raw = client.chat.completions.with_raw_response.create(
@@ -283,13 +290,6 @@ def test_an_sdk_client_is_kept_off_the_glm_plan_by_its_terms_and_served_by_kimi(
 def test_a_widened_glm_connection_serves_an_sdk_client(widened: World) -> None:
     assert _openai_chat(widened, "glm/glm-5.2") == "glm"
     _ledger_matches_tallies(widened)
-
-
-@pytest.fixture
-def glm_messages(tmp_path: Path) -> Iterator[World]:
-    """The same world with the GLM plan reached at its Anthropic endpoint."""
-    with _running(tmp_path, glm_provider="glm-coding-anthropic") as running:
-        yield running
 
 
 def test_claude_code_reaches_the_glm_plan_at_its_anthropic_endpoint(glm_messages: World) -> None:
