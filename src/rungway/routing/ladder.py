@@ -243,7 +243,8 @@ class _Planner:
         A connection speaking another API than the request's is judged like any other: the
         engine translates between them."""
         subscription_skips = self.index.subscription_skips if self.strict else {}
-        terms_skips = self.index.terms.skips(self.request.client)
+        # None (the common case: no plan keeps this client off) costs one test per connection.
+        terms_skips = self.index.terms.skips(self.request.client) or None
         states = self.snapshot.states
         for connection in self.snapshot.roster.connections.values():
             state = states.get(connection.id, _NO_STATE)
@@ -251,7 +252,7 @@ class _Planner:
                 # The operator's word comes first: it is the reason they will look for.
                 self.skipped.append(_skip(disabled_verdict(state), connection))
                 continue
-            kept_off = terms_skips.get(connection.id)
+            kept_off = terms_skips.get(connection.id) if terms_skips is not None else None
             if kept_off is not None:
                 # The plan's terms (or its bound key) rule this client out, however much
                 # quota it has left.

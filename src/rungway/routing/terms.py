@@ -8,7 +8,7 @@ By default a connection serves only the clients its plan's terms allow
 (`RequestClient.client`, recognised by `protocol.clients`). An operator widens that with
 the connection's `clients: any`; a connection bound to a client key (`client_key:`)
 serves only requests made with that key. Both are skips with their own reason
-(`terms`, `client_key`), judged per request before any other gate.
+(`terms`, `client_key`), judged per request right after an operator's disable.
 """
 
 from __future__ import annotations
