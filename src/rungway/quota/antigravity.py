@@ -69,13 +69,15 @@ def _window(model: str, entry: dict[str, Any], now: float) -> QuotaWindow | None
     if fraction >= 1.0 and not reset:
         return None
     resets_at = parse_reset(reset, now=now) if isinstance(reset, str) else None
+    used = (1.0 - fraction) * 100.0
     return QuotaWindow(
         name=WINDOW,
-        used_percent=(1.0 - fraction) * 100.0,
+        used_percent=used,
         resets_at=resets_at,
         checked_at=now,
         model=model,
-        status=WindowStatus.REJECTED if fraction <= 0.0 else WindowStatus.ALLOWED,
+        # A fraction too small to leave anything once rounded is spent too.
+        status=WindowStatus.REJECTED if used >= 100.0 else WindowStatus.ALLOWED,
         source="poll",
     )
 
