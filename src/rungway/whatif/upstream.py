@@ -12,6 +12,10 @@ read a live answer. Which scenario stands for a provider:
 - `gemini-code-assist`: `gemini-code-assist`, no quota headers, Cloud Code's 429;
 - `glm-coding` (and `glm-coding-anthropic`): `glm-plan`, no quota headers, Z.ai's 429 with
   a business code and the reset in its message;
+- `kimi-code`: `kimi-plan`, no quota headers, Kimi's 403 `access_terminated_error` naming
+  the spent window but not its reset;
+- `minimax-token-plan`: `minimax-plan`, no quota headers, MiniMax's 429 with code 2056 and
+  the reset in its message;
 - anything else: an OpenAI-compatible upstream without quota headers.
 """
 
@@ -28,6 +32,8 @@ from rungway.sim.wire.anthropic_api import AnthropicDialect
 from rungway.sim.wire.code_assist import CodeAssistDialect
 from rungway.sim.wire.gemini_api import GoogleRequest
 from rungway.sim.wire.glm import GlmDialect
+from rungway.sim.wire.kimi_code import KimiMessagesDialect
+from rungway.sim.wire.minimax import MiniMaxDialect
 from rungway.sim.wire.openai_api import OpenAIDialect
 from rungway.sim.wire.responses_api import ResponsesDialect
 from rungway.sim.wire.serving import Dialect, GenerationRequest
@@ -42,6 +48,8 @@ _SCENARIOS = {
     "gemini-code-assist": "gemini-code-assist",
     "glm-coding": "glm-plan",
     "glm-coding-anthropic": "glm-plan",
+    "kimi-code": "kimi-plan",
+    "minimax-token-plan": "minimax-plan",
 }
 _TWO_WINDOWS = {"anthropic": ("5h", "7d"), "codex": ("5h", "7d")}
 
@@ -88,6 +96,10 @@ class SimulatedUpstream:
 def _dialect(scenario: Scenario) -> Dialect:
     if scenario.api == "anthropic":
         return AnthropicDialect(scenario)
+    if scenario.api == "kimi-code":
+        return KimiMessagesDialect(scenario)
+    if scenario.api == "minimax":
+        return MiniMaxDialect(scenario)
     if scenario.api == "code-assist":
         return CodeAssistDialect(scenario)
     # The clock only dates replies' bodies, which a replay never reads.

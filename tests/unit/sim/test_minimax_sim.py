@@ -13,7 +13,7 @@ from rungway.adapters.minimax.adapter import MiniMaxAdapter
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
 from rungway.quota.minimax import read_minimax_remains
-from rungway.routing.snapshot import WindowStatus
+from rungway.routing.snapshot import QuotaWindow, WindowStatus
 from rungway.sim import Scenario, SimUpstream, builtin_scenario, load_scenario
 
 from .conftest import RawResponse, request
@@ -39,7 +39,7 @@ def _message(sim: SimUpstream, headers: dict[str, str] = KEY) -> RawResponse:
     return request(sim.url, "POST", MESSAGES + "?beta=true", body, headers)
 
 
-def _windows(sim: SimUpstream, path: str = TOKEN_PLAN) -> dict[str, object]:
+def _windows(sim: SimUpstream, path: str = TOKEN_PLAN) -> dict[str, QuotaWindow]:
     body = request(sim.url, "GET", path, None, KEY).body
     reading = read_minimax_remains(body, now=sim.clock.now(), counts_remaining=path == CODING_PLAN)
     return {window.name: window for window in reading.windows}
@@ -57,9 +57,9 @@ def test_the_remains_body_reads_back_as_percent_windows(minimax: SimUpstream) ->
     minimax.set_window_used("5h", 2250)
     windows = _windows(minimax)
     five = windows["5h"]
-    assert five.used_percent == pytest.approx(50.0)  # type: ignore[attr-defined]
-    assert five.resets_at == pytest.approx(minimax.clock.now() + 18000, abs=1)  # type: ignore[attr-defined]
-    assert windows["7d"].used_percent == pytest.approx(0.0, abs=1)  # type: ignore[attr-defined]
+    assert five.used_percent == pytest.approx(50.0)
+    assert five.resets_at == pytest.approx(minimax.clock.now() + 18000, abs=1)
+    assert windows["7d"].used_percent == pytest.approx(0.0, abs=1)
 
 
 def test_the_counted_shape_means_used_on_one_endpoint_and_remaining_on_the_other() -> None:
@@ -73,7 +73,7 @@ def test_the_counted_shape_means_used_on_one_endpoint_and_remaining_on_the_other
         assert coding["current_interval_usage_count"] == 4500 - 151
         for path in (TOKEN_PLAN, CODING_PLAN):
             five = _windows(sim, path)["5h"]
-            assert five.used_percent == pytest.approx(100 * 151 / 4500)  # type: ignore[attr-defined]
+            assert five.used_percent == pytest.approx(100 * 151 / 4500)
 
 
 def test_a_spent_window_is_a_2056_with_its_reset_until_the_clock_reaches_it(
@@ -96,7 +96,7 @@ def test_a_spent_window_is_a_2056_with_its_reset_until_the_clock_reaches_it(
     )
     assert windows[0].name == "5h"
     assert windows[0].resets_at == pytest.approx(minimax.clock.now() + 18000, abs=2)
-    assert _windows(minimax)["5h"].status is WindowStatus.REJECTED  # type: ignore[attr-defined]
+    assert _windows(minimax)["5h"].status is WindowStatus.REJECTED
     minimax.fake_clock.advance(18001)
     assert _message(minimax).status == 200
 

@@ -10,6 +10,7 @@ reset and MiniMax's code 2056; the plan never bills past it.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from rungway.protocol.asgi import Receive, Scope, Send
@@ -36,7 +37,8 @@ def window_spent_message(admission: Admission, title: str) -> str:
         return f"usage limit exceeded for Token Plan {title} ({PLAN_LIMIT_CODE})"
     spec = binding.spec
     which = "weekly" if spec.length_s >= 6 * _DAY_S else f"{spec.length_s / 3600:g}-hour"
-    resets = datetime.fromtimestamp(binding.reset_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Whole seconds, rounded up: a client that waits until then finds the window reset.
+    resets = datetime.fromtimestamp(math.ceil(binding.reset_at), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return (
         f"usage limit exceeded, {which} usage limit reached for Token Plan {title} "
         f"({binding.used}/{spec.capacity} used), resets at {resets} ({PLAN_LIMIT_CODE})"
