@@ -113,6 +113,8 @@ _PLAN_KEY_APIS = {
     "minimax": ("minimax-token-plan", "/anthropic"),
 }
 """The plans a key reaches: their provider, and the path their API is served under."""
+_GOOGLE_LOGIN_APIS = {"code-assist": "gemini-code-assist", "antigravity": "antigravity"}
+"""The Google logins that speak Code Assist's envelope under `/v1internal`, by provider."""
 
 
 def connection_entry(scenario: Scenario, url: str) -> dict[str, Any]:
@@ -123,10 +125,8 @@ def connection_entry(scenario: Scenario, url: str) -> dict[str, Any]:
         provider, base_url, bearer = "anthropic", url, "oauth"
     elif scenario.api == "gemini":
         provider, base_url = "gemini", f"{url}/v1beta"
-    elif scenario.api == "code-assist":
-        provider, base_url, bearer = "gemini-code-assist", f"{url}/v1internal", "oauth"
-    elif scenario.api == "antigravity":
-        provider, base_url, bearer = "antigravity", f"{url}/v1internal", "oauth"
+    elif scenario.api in _GOOGLE_LOGIN_APIS:
+        provider, base_url, bearer = _GOOGLE_LOGIN_APIS[scenario.api], f"{url}/v1internal", "oauth"
     elif scenario.api in _PLAN_KEY_APIS:
         # A plan key, not a login; its usage endpoint is on the same host, as on the vendor's.
         provider, path = _PLAN_KEY_APIS[scenario.api]
