@@ -64,7 +64,8 @@ def doctor(
         float, typer.Option(help="Seconds to wait for each upstream's answer.", min=0.1)
     ] = 5.0,
 ) -> None:
-    """Check the config, the ledger and each upstream (its API, clock, token expiry)."""
+    """Check the config, the ledger and each upstream (its API, clock, token expiry, and a
+    Kimi Code or MiniMax plan's usage, read with its key)."""
     # Only finding the file can stop doctor; an invalid one is reported as a finding.
     findings, settings, secrets = check_config(require_config(config))
     if settings is not None:
