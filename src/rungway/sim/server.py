@@ -34,9 +34,9 @@ from rungway.sim.wire.antigravity import AntigravityApi
 from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.code_assist import CodeAssistApi
 from rungway.sim.wire.gemini_api import GeminiApi
+from rungway.sim.wire.glm import GlmApi
 from rungway.sim.wire.kimi_code import KimiCodeApi
 from rungway.sim.wire.minimax import MiniMaxApi
-from rungway.sim.wire.glm import GlmApi
 from rungway.sim.wire.openai_api import OpenAIApi
 from rungway.sim.wire.responses_api import ResponsesApi
 from rungway.sim.wire.serving import ServedReply
