@@ -149,3 +149,47 @@ def test_minimax_an_error_code_says_nothing_of_the_windows() -> None:
 )
 def test_minimax_error_code_is_the_trailing_number(message: str, code: int | None) -> None:
     assert minimax_error_code(message) == code
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner),
+    max_leaves=20,
+)
+
+
+@given(_JSON, st.booleans())
+def test_minimax_reader_never_raises_on_any_json(payload: object, counts_remaining: bool) -> None:
+    if not _encodable(payload):
+        return
+    body = orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
+    reading = read_minimax_remains(body, now=NOW, counts_remaining=counts_remaining)
+    assert all(0 <= (w.used_percent or 0) <= 100 for w in reading.windows)
+
+
+@given(
+    st.fixed_dictionaries(
+        {
+            "model_name": st.sampled_from(["general", "MiniMax-M2.5", "video"]),
+            "current_interval_remaining_percent": _JSON,
+            "current_interval_total_count": _JSON,
+            "current_interval_usage_count": _JSON,
+            "remains_time": _JSON,
+            "end_time": _JSON,
+        }
+    )
+)
+def test_minimax_reader_takes_any_values_in_a_text_row(row: dict[str, object]) -> None:
+    body = {"base_resp": {"status_code": 0}, "model_remains": [row]}
+    if not _encodable(body):
+        return
+    reading = read_minimax_remains(orjson.dumps(body), now=NOW, counts_remaining=False)
+    assert all(0 <= (w.used_percent or 0) <= 100 for w in reading.windows)
+
+
+def _encodable(payload: object) -> bool:
+    try:
+        orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        return False
+    return True
