@@ -28,6 +28,11 @@ LOGIN_CONNECTION: dict[LoginKind, tuple[str, str]] = {
     "antigravity": ("antigravity", "gemini-3-flash"),
 }
 """The provider a connection using each kind of login names, and a model it serves."""
+AGY_FILE_UNKNOWN = (
+    "The Antigravity CLI's own file is not documented by Google: some builds may keep the "
+    'login in the OS keyring instead. Write it to a file ({"access_token", '
+    '"refresh_token", "expiry"}) and pass --from FILE, or set AGY_TOKEN_FILE.'
+)
 CODE_ASSIST_RETIRED = (
     "note: Google stopped serving the Gemini CLI and Code Assist to consumer plans on "
     "2026-06-18; those plans moved to Antigravity. Sign in with the Antigravity CLI (agy) "
@@ -106,6 +111,8 @@ def import_login(
             imported = store_login(login, name, source, settings)
     except (ConfigError, LoginError, StoreError) as error:
         err.print(f"[red]cannot import:[/] {error}")
+        if login == "antigravity" and isinstance(error, LoginError) and source is None:
+            err.print(AGY_FILE_UNKNOWN, markup=False, highlight=False)
         raise typer.Exit(1) from None
     out.print(imported.summary(), markup=False, highlight=False)
     provider, model = LOGIN_CONNECTION[login]

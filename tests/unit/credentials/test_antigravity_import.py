@@ -69,3 +69,16 @@ def test_a_gemini_cli_import_points_to_the_antigravity_import(
     assert result.exit_code == 0, result.output
     assert "2026-06-18" in result.output
     assert "rungway connections import antigravity" in result.output
+
+
+def test_a_missing_agy_file_says_how_else_to_import_the_login(
+    config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, Fernet.generate_key().decode())
+    monkeypatch.setenv("AGY_TOKEN_FILE", str(tmp_path / "absent"))
+    result = CliRunner().invoke(
+        app, ["connections", "import", "antigravity", "--name", "ag", "-c", str(config)]
+    )
+    assert result.exit_code == 1
+    assert "absent" in result.output
+    assert "--from FILE" in result.output
