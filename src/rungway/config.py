@@ -43,6 +43,7 @@ Provider = Literal[
     "glm-coding-anthropic",
     "groq",
     "kimi-code",
+    "kimi-code-openai",
     "minimax-token-plan",
     "ollama",
     "openai",

@@ -1,5 +1,6 @@
-"""Kimi Code and the MiniMax Token Plan on the ladder, each on rung 0 with a cheap key above
-it, all simulated, through the real gateway.
+"""Kimi Code (through its Messages and its Chat Completions endpoint) and the MiniMax Token
+Plan on the ladder, each on rung 0 with a cheap key above it, all simulated, through the real
+gateway.
 
 The gateway and the simulated upstreams share one fake clock, so a 5-hour window passes in
 an instant. Both plans' terms let any client use them, so the client here is the plain
@@ -47,11 +48,31 @@ class Plan:
     unit: str
     capacity: int
     usage_path: str
+    generation: str
+    """Where the plan's requests go under `path`."""
 
 
 PLANS = {
     "kimi": Plan(
-        "kimi-plan", "kimi-code", "/coding", "kimi-for-coding", "tokens", 200, "/coding/v1/usages"
+        "kimi-plan",
+        "kimi-code",
+        "/coding",
+        "kimi-for-coding",
+        "tokens",
+        200,
+        "/coding/v1/usages",
+        "/v1/messages",
+    ),
+    # The same plan through its Chat Completions endpoint.
+    "kimi-openai": Plan(
+        "kimi-plan",
+        "kimi-code-openai",
+        "/coding/v1",
+        "kimi-for-coding",
+        "tokens",
+        200,
+        "/coding/v1/usages",
+        "/chat/completions",
     ),
     "minimax": Plan(
         "minimax-plan",
@@ -61,6 +82,7 @@ PLANS = {
         "requests",
         4,
         "/v1/token_plan/remains",
+        "/v1/messages",
     ),
 }
 
@@ -205,8 +227,10 @@ def test_subscription_uses_the_plan_and_refuses_once_it_is_spent(world: World) -
     assert set(served) == {world.name}
     assert refused.status_code == 429
     assert world.cheap.requests == []
-    # The plan was verified on its usage endpoint before it served.
+    # The plan was verified on its usage endpoint before it served, at its own API.
     assert world.sim.requests[0].path == world.plan.usage_path
+    served_at = {r.path for r in world.sim.requests if r.path != world.plan.usage_path}
+    assert served_at == {world.plan.path + world.plan.generation}
     # The spent window is known with the reset the plan reported.
     assert world.reset_of() == pytest.approx(START + FIVE_HOURS, abs=2)
     _ledger_matches_tallies(world)

@@ -31,7 +31,7 @@ from rungway.quota.poller import PollTarget
 from rungway.quota.usage import PolledReading
 from rungway.transport.http11 import Http11Transport
 
-PLAN_PROVIDERS = frozenset({"kimi-code", "minimax-token-plan"})
+PLAN_PROVIDERS = frozenset({"kimi-code", "kimi-code-openai", "minimax-token-plan"})
 """Plans whose usage endpoint doctor reads: flat-rate keys whose only account view it is."""
 
 

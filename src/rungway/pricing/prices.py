@@ -49,6 +49,7 @@ _PRICE_PROVIDER: Final[Mapping[str, str]] = {
     "groq": "groq",
     # The coding plans serve their vendors' models; the list price is what the plan saved.
     "kimi-code": "moonshotai",
+    "kimi-code-openai": "moonshotai",
     "minimax-token-plan": "minimax",
     "openrouter": "openrouter",
 }
@@ -61,10 +62,10 @@ _UNPRICED: Final = frozenset({"copilot", "ollama"})
 # Models a plan's endpoint serves under another name than the one genai-prices lists: Kimi
 # Code serves Moonshot's K2.7 Code as `kimi-for-coding` and K3 as `k3` (the mapping
 # CLIProxyAPI's Kimi executor applies the other way).
-_LISTED_AS: Final[Mapping[tuple[str, str], str]] = {
-    ("kimi-code", "kimi-for-coding"): "kimi-k2.7-code",
-    ("kimi-code", "kimi-for-coding-highspeed"): "kimi-k2.7-code-highspeed",
-    ("kimi-code", "k3"): "kimi-k3",
+_LISTED_AS: Final[Mapping[tuple[str | None, str], str]] = {
+    ("moonshotai", "kimi-for-coding"): "kimi-k2.7-code",
+    ("moonshotai", "kimi-for-coding-highspeed"): "kimi-k2.7-code-highspeed",
+    ("moonshotai", "k3"): "kimi-k3",
 }
 
 KNOWN_PROVIDERS: Final = frozenset(
@@ -125,7 +126,7 @@ def _bundled_snapshot() -> DataSnapshot:
 def _find_model(provider: str, model: str) -> ModelInfo | None:
     if provider in _UNPRICED:
         return None
-    model = _LISTED_AS.get((provider, model), model)
+    model = _LISTED_AS.get((_PRICE_PROVIDER.get(provider), model), model)
     try:
         _, info = _bundled_snapshot().find_provider_model(
             model, None, _PRICE_PROVIDER.get(provider), None

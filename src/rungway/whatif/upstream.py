@@ -12,8 +12,8 @@ read a live answer. Which scenario stands for a provider:
 - `gemini-code-assist`: `gemini-code-assist`, no quota headers, Cloud Code's 429;
 - `glm-coding` (and `glm-coding-anthropic`): `glm-plan`, no quota headers, Z.ai's 429 with
   a business code and the reset in its message;
-- `kimi-code`: `kimi-plan`, no quota headers, Kimi's 403 `access_terminated_error` naming
-  the spent window but not its reset;
+- `kimi-code` (and `kimi-code-openai`): `kimi-plan`, no quota headers, Kimi's 403
+  `access_terminated_error` naming the spent window but not its reset;
 - `minimax-token-plan`: `minimax-plan`, no quota headers, MiniMax's 429 with code 2056 and
   the reset in its message;
 - anything else: an OpenAI-compatible upstream without quota headers.
@@ -49,6 +49,7 @@ _SCENARIOS = {
     "glm-coding": "glm-plan",
     "glm-coding-anthropic": "glm-plan",
     "kimi-code": "kimi-plan",
+    "kimi-code-openai": "kimi-plan",
     "minimax-token-plan": "minimax-plan",
 }
 _TWO_WINDOWS = {"anthropic": ("5h", "7d"), "codex": ("5h", "7d")}
