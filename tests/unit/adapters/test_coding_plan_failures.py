@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from rungway.adapters.base import Connection
-from rungway.adapters.kimi_code.adapter import KimiCodeAdapter
+from rungway.adapters.kimi_code.adapter import KimiCodeAdapter, KimiCodeChatAdapter
 from rungway.adapters.minimax.adapter import MiniMaxAdapter
 from rungway.protocol.auth import Auth
 from rungway.protocol.failures import FailureClass
@@ -142,3 +142,15 @@ def test_minimax_usage_base_url_is_a_host_or_a_whole_remains_url(
     body = (FIXTURES / "minimax" / "coding_plan_remains_counts.json").read_bytes()
     (five, _) = target.read(body, NOW).windows
     assert five.used_percent == pytest.approx(100 * (151 if counts_remaining else 1349) / 1500)
+
+
+def test_kimi_chat_endpoint_classifies_as_the_messages_one_and_polls_the_same_usages() -> None:
+    adapter = KimiCodeChatAdapter()
+    for fixture, kind in (
+        ("weekly_limit_403.json", FailureClass.QUOTA_EXHAUSTED),
+        ("wrong_client_403.json", FailureClass.TERMS),
+    ):
+        assert adapter.classify_failure(403, {}, _body("kimi", fixture)).kind is kind
+    target = adapter.usage_target(_connection("kimi-code-openai", "https://api.kimi.com/coding/v1"))
+    assert target is not None
+    assert target.url == "https://api.kimi.com/coding/v1/usages"
