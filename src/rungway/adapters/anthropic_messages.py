@@ -41,7 +41,8 @@ from rungway.quota.usage import read_claude_usage
 from rungway.routing.snapshot import QuotaWindow
 
 API_VERSION = "2023-06-01"
-_UNSIGNED_THINKING = (b'"signature":""', b'"signature": ""')  # compact and spaced JSON
+_UNSIGNED = b'"signature":""'  # thinking another provider made, as compact JSON
+_UNSIGNED_SPACED = b'"signature": ""'  # and as spaced JSON
 OAUTH_BETA = "oauth-2025-04-20"
 ANTHROPIC_SHAPE = RequestShape(
     forwarded=(
@@ -77,7 +78,7 @@ class AnthropicMessagesAdapter:
         """POST {base_url}/v1/messages, keeping the client's `?beta=true`."""
         path = "/v1/messages?beta=true" if "beta=true" in call.query else "/v1/messages"
         body, raw_body = call.body, call.raw_body
-        if any(marker in raw_body for marker in _UNSIGNED_THINKING):
+        if _UNSIGNED in raw_body or _UNSIGNED_SPACED in raw_body:
             body = _without_unsigned_thinking(body)
             raw_body = orjson.dumps(body)
         return self._request(call, path, with_model(body, raw_body, call.model))

@@ -78,9 +78,14 @@ class UpstreamCall:
     """The client's query string (`beta=true` on Claude Code's Messages requests)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UpstreamRequest:
-    """An HTTP request ready to send upstream."""
+    """An HTTP request ready to send upstream.
+
+    Not frozen: one is made per attempt, and a frozen dataclass costs several times a plain
+    one to make. Its adapter finishes the headers the shape made; nothing changes it after
+    the engine has it.
+    """
 
     url: str
     headers: dict[str, str]

@@ -9,7 +9,7 @@ provider expects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rungway.adapters.base import UpstreamCall, UpstreamRequest
 from rungway.protocol.auth import Auth
@@ -32,15 +32,22 @@ class RequestShape:
     """Headers every request carries, over whatever the client sent."""
     defaults: tuple[tuple[str, str], ...] = ()
     """Headers sent only when the client sent none of that name (a user agent, a version)."""
+    _fixed: dict[str, str] = field(init=False, repr=False, compare=False)
 
-    def headers(self, call: UpstreamCall) -> dict[str, str]:
-        """The upstream headers of `call`: forwarded, fixed, defaulted, then the credential."""
+    def __post_init__(self) -> None:
+        # Merged into each request's headers: a dict merges in one step, pairs one by one.
+        object.__setattr__(self, "_fixed", dict(self.fixed))
+
+    def request(
+        self, call: UpstreamCall, path: str, body: bytes, *, strip_usage_chunk: bool = False
+    ) -> UpstreamRequest:
+        """A request to `path` under the connection's base URL, through its proxy, with the
+        headers: forwarded, fixed, defaulted, then the credential."""
+        forwarded = self.forwarded
         headers = {
-            name: value
-            for name, value in call.client_headers.items()
-            if name.startswith(self.forwarded)
+            name: value for name, value in call.client_headers.items() if name.startswith(forwarded)
         }
-        headers.update(self.fixed)
+        headers.update(self._fixed)
         for name, value in self.defaults:
             headers.setdefault(name, value)
         connection = call.connection
@@ -50,17 +57,10 @@ class RequestShape:
                 headers["authorization"] = f"Bearer {secret.get_secret_value()}"
             else:
                 headers[self.key_header] = secret.get_secret_value()
-        return headers
-
-    def request(
-        self, call: UpstreamCall, path: str, body: bytes, *, strip_usage_chunk: bool = False
-    ) -> UpstreamRequest:
-        """A request to `path` under the connection's base URL, through its proxy."""
-        connection = call.connection
         return UpstreamRequest(
-            url=f"{connection.base_url}{path}",
-            headers=self.headers(call),
-            body=body,
-            strip_usage_chunk=strip_usage_chunk,
-            proxy=connection.proxy,
+            f"{connection.base_url}{path}", headers, body, strip_usage_chunk, connection.proxy
         )
+
+    def headers(self, call: UpstreamCall) -> dict[str, str]:
+        """The upstream headers of `call` (those `request` sends)."""
+        return self.request(call, "", b"").headers
