@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from rungway.adapters.anthropic_messages import OAUTH_BETA
+from rungway.adapters.anthropic.messages import OAUTH_BETA
 from rungway.clock import FakeClock
 from rungway.cluster.polls import RedisPollClaim
 from rungway.quota.poller import PollTarget, UsagePoller

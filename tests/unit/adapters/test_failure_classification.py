@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from multidict import CIMultiDict
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Adapter
 from rungway.adapters.openai.chat import OpenAIChatAdapter
 from rungway.protocol.failures import FailureClass

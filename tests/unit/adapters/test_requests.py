@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 from pydantic import SecretStr
 
-from rungway.adapters.anthropic_messages import OAUTH_BETA, AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import OAUTH_BETA, AnthropicMessagesAdapter
 from rungway.adapters.base import Connection, EventKind
 from rungway.adapters.openai.chat import OpenAIChatAdapter
 from rungway.protocol.auth import Auth

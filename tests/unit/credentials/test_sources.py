@@ -9,7 +9,7 @@ import pytest
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Connection
 from rungway.clock import FakeClock
 from rungway.config import parse_settings

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import AnthropicMessagesAdapter
 from rungway.adapters.codex.adapter import CodexAdapter
 from rungway.adapters.gemini.api import GeminiAdapter
 from rungway.adapters.openai.chat import OpenAIChatAdapter

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import AnthropicMessagesAdapter
 from rungway.adapters.base import EventKind
 from rungway.adapters.openai.chat import OpenAIChatAdapter
 from rungway.adapters.openai.responses import OpenAIResponsesAdapter

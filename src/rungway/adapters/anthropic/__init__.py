@@ -1,10 +1,10 @@
 """The Anthropic Messages family: API keys, Claude plan logins, and any endpoint that
-speaks Messages (a row here each). The adapter is `rungway.adapters.anthropic_messages`.
+speaks Messages (a row here each). The adapter is `rungway.adapters.anthropic.messages`.
 """
 
 from __future__ import annotations
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import AnthropicMessagesAdapter
 from rungway.adapters.base import ProviderEntry, any_vendor
 
 _MESSAGES = AnthropicMessagesAdapter()

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Connection, CredentialHeaders
 from rungway.adapters.openai.chat import OpenAIChatAdapter
 from rungway.protocol.failures import Failure, FailureClass

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from rungway.adapters.anthropic_messages import ANTHROPIC_SHAPE, AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import ANTHROPIC_SHAPE, AnthropicMessagesAdapter
 from rungway.adapters.base import Connection, CredentialHeaders
 from rungway.adapters.openai.chat import OPENAI_SHAPE, OpenAIChatAdapter
 from rungway.protocol.failures import Failure, FailureClass

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from rungway.adapters.anthropic_messages import AnthropicMessagesAdapter
+from rungway.adapters.anthropic.messages import AnthropicMessagesAdapter
 from rungway.adapters.base import Connection, CredentialHeaders
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota import NO_OVERAGE, OverageReading
