@@ -10,7 +10,7 @@ import yaml
 
 from rungway.cli.init.discovery import Discovery, KeyFound, discover
 from rungway.cli.init.starter import build_starter
-from rungway.config import parse_settings
+from rungway.config import Provider, parse_settings
 
 
 def _unused_port() -> int:
@@ -24,7 +24,7 @@ def _unused_port() -> int:
     [("KIMI_API_KEY", "kimi-code"), ("MINIMAX_API_KEY", "minimax-token-plan")],
 )
 def test_init_finds_a_coding_plan_key(
-    variable: str, provider: str, monkeypatch: pytest.MonkeyPatch
+    variable: str, provider: Provider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(variable, "sk-plan-key")
     # Nothing listens there: Ollama is looked for and not found, at once.
