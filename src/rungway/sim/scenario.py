@@ -17,10 +17,45 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rungway.sim.account_specs import (
+    CodeAssistSpec,
+    CodexCreditsSpec,
+    CodexSpec,
+    CopilotSpec,
+    CreditReset,
+    CreditsSpec,
+    ExtraUsageSpec,
+)
 from rungway.sim.antigravity_spec import AntigravitySpec
 from rungway.sim.faults import Fault
 from rungway.sim.oauth.token_spec import OAuthSpec
 from rungway.sim.plan_settings import KimiSpec, MiniMaxSpec
+from rungway.sim.reply_spec import ResponseSpec, ToolCallSpec
+
+__all__ = [
+    "GOOGLE_APIS",
+    "ApiKind",
+    "AuthSpec",
+    "ClockSpec",
+    "CodeAssistSpec",
+    "CodexCreditsSpec",
+    "CodexSpec",
+    "CopilotSpec",
+    "CreditReset",
+    "CreditsSpec",
+    "ExtraUsageSpec",
+    "ModelSpec",
+    "QuotaHeaderFamily",
+    "ResponseSpec",
+    "Scenario",
+    "ToolCallSpec",
+    "UsageEndpointKind",
+    "WindowSpec",
+    "WindowUnit",
+    "builtin_scenario",
+    "builtin_scenario_names",
+    "load_scenario",
+]
 
 ApiKind = Literal[
     "anthropic",
@@ -48,7 +83,6 @@ UsageEndpointKind = Literal[
     "kimi",
     "minimax",
 ]
-CreditReset = Literal["daily", "weekly", "monthly"]
 _PLAN_USAGE = {"kimi-code": "kimi", "minimax": "minimax"}
 
 
@@ -125,128 +159,11 @@ class WindowSpec(_Frozen):
         return self.claim or self.name
 
 
-class CodexCreditsSpec(_Frozen):
-    """The credit balance a ChatGPT plan reports next to its windows (A4.3, A4.4).
-
-    With `has_credits` or `unlimited`, requests past a spent plan window are still served,
-    paid from the credits.
-    """
-
-    has_credits: bool = False
-    unlimited: bool = False
-    balance: str = "0"
-
-
-class ExtraUsageSpec(_Frozen):
-    """A Claude plan's extra usage (A2.3, A2.5), billed in credits against a monthly limit.
-
-    While `enabled` and `used_credits` is under `monthly_limit`, requests past a spent
-    account-wide window are still served (and billed), with `overage-in-use: true`; else
-    they are refused as without it. The `anthropic-ratelimit-unified-overage-*` headers
-    and the usage endpoint's `extra_usage` report it either way.
-    """
-
-    enabled: bool = False
-    monthly_limit: int = Field(default=5000, ge=0)
-    used_credits: int = Field(default=0, ge=0)
-
-    @property
-    def serving(self) -> bool:
-        """Whether requests past a spent window are served as extra usage now."""
-        return self.enabled and self.used_credits < self.monthly_limit
-
-
-class CodexSpec(_Frozen):
-    """A ChatGPT plan as Codex sees it.
-
-    Its first two account-wide windows, in the order listed, are reported as `primary`
-    and `secondary`; list the weekly window alone to reproduce the recorded Pro capture
-    where primary is weekly and secondary is empty (A4.3). The usage endpoint reports
-    each window `window_seconds_short_by` seconds short of its length, as the capture
-    does (17940 s for 5 h, 604740 s for 7 d; A4.4).
-    """
-
-    plan_type: str = "plus"
-    credits: CodexCreditsSpec = CodexCreditsSpec()
-    window_seconds_short_by: int = Field(default=60, ge=0)
-
-
-class CopilotSpec(_Frozen):
-    """A GitHub Copilot seat: its plan and what happens past the premium allowance (A5.3).
-
-    `window` names the premium-request window (a `requests` window applying to every
-    model); by default it is the first such window, and a seat without one is unlimited.
-    With `overage_permitted` requests past the allowance are still served (and billed).
-    """
-
-    plan: str = "individual"
-    sku: str = "monthly_subscriber"
-    overage_permitted: bool = False
-    window: str | None = None
-    login: str = "sim-user"
-
-
-class CreditsSpec(_Frozen):
-    """An OpenRouter key's credit limit (A7): `limit: null` is unlimited.
-
-    With `reset` set the limit applies to each UTC day, week (from Monday) or month.
-    """
-
-    limit: float | None = Field(default=None, ge=0)
-    reset: CreditReset | None = None
-    label: str = "sim-key"
-    is_free_tier: bool = False
-
-
-class CodeAssistSpec(_Frozen):
-    """A Gemini Code Assist login (A6.1): the Google Cloud project its requests must name
-    and the tier `loadCodeAssist` reports."""
-
-    project: str = Field(default="sim-project-123456", min_length=1)
-    tier: Literal["free-tier", "legacy-tier", "standard-tier"] = "free-tier"
-
-
 class ClockSpec(_Frozen):
     """Where the upstream's clock starts; a set `start` (or `fake`) means a FakeClock."""
 
     start: float | None = None
     fake: bool = False
-
-
-class ToolCallSpec(_Frozen):
-    """A tool the simulated model calls, with the input it passes.
-
-    `input` is the tool's JSON arguments, e.g. `{command: "echo hi", description: "Say
-    hi"}` for Claude Code's `Bash` or `{command: "echo hi"}` for Codex's `shell_command`.
-    """
-
-    name: str = Field(min_length=1, max_length=128)
-    input: dict[str, Any] = Field(default_factory=dict)
-
-
-class ResponseSpec(_Frozen):
-    """How replies are generated and paced.
-
-    With `text` unset the reply is `output_tokens` deterministic words; with `text` set
-    each whitespace-separated word is one output token. Pacing uses real time: a stream
-    sends its head after `first_byte_ms` and then one frame every `chunk_interval_ms`;
-    a non-streamed reply arrives when its last chunk would have.
-
-    With `tool_calls` listed the model uses tools: a request that offers one of them (the
-    first listed wins) and whose last turn is not a tool result gets a call to it; a
-    request whose last turn carries a tool result gets text quoting that result's first
-    200 characters. Requests offering none of them get the usual text.
-    """
-
-    text: str | None = None
-    tool_calls: tuple[ToolCallSpec, ...] = ()
-    output_tokens: int = Field(default=24, ge=1)
-    chunk_tokens: int = Field(default=4, ge=1)
-    first_byte_ms: float = Field(default=0, ge=0)
-    chunk_interval_ms: float = Field(default=0, ge=0)
-    thought_tokens: int = Field(default=0, ge=0)
-    """Tokens a Gemini reply spends thinking, reported as `thoughtsTokenCount` apart from
-    the candidates' count, unless the request sets `thinkingBudget: 0`."""
 
 
 class Scenario(_Frozen):
