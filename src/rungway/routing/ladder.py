@@ -20,23 +20,20 @@ model) pair: the roster shares one id tuple between all groups with the same mem
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from rungway.models.capabilities import Structured
 from rungway.routing.autoid import AutoSpec, Ladder
 from rungway.routing.billing import BillingClass
 from rungway.routing.gates import (
     Verdict,
     budget_verdict,
-    capability_verdict,
     disabled_verdict,
     health_verdict,
     price_verdict,
     quota_verdict,
     subscription_verdict,
 )
+from rungway.routing.ladder_index import LadderIndex, connection_skip
 from rungway.routing.needs import NO_NEEDS, RequestNeeds
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
 from rungway.routing.rungs import Rung
@@ -50,7 +47,7 @@ from rungway.routing.snapshot import (
     RosterConnection,
     Snapshot,
 )
-from rungway.routing.terms import RequestClient, TermsGate
+from rungway.routing.terms import RequestClient
 
 _NO_STATE = ConnectionState()
 _HEALTH = {BreakerState.CLOSED: 1.0, BreakerState.HALF_OPEN: 0.5, BreakerState.OPEN: 0.0}
@@ -99,98 +96,6 @@ def plan_route(
     )
 
 
-class _Groups(NamedTuple):
-    """The groups serving a category, and the skips of the others."""
-
-    served: tuple[tuple[int, ModelGroup], ...]
-    """Each with its roster order: (order, group), a plain tuple as `_Entry` below is."""
-    skipped: tuple[Skip, ...]
-
-
-class _Index:
-    """What the ladder derives from a roster once: static skips, groups per category, and
-    per category and kind of need the groups whose model can serve it."""
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        roster = snapshot.roster
-        self.terms = TermsGate(roster.connections.values())
-        self.subscription_skips: dict[str, Skip] = {}
-        for connection in roster.connections.values():
-            if connection.billing.live_overage:
-                continue  # judged per decision, from the connection's live overage flag
-            verdict = subscription_verdict(connection.billing)
-            if not verdict.passed:
-                self.subscription_skips[connection.id] = _skip(verdict, connection)
-        self._by_category: dict[object, _Groups] = {}
-        self._roster = roster
-        # What any model on the roster is known to lack, so that a request needing none of
-        # it (most of them) is not checked model by model.
-        known = [group.capabilities for group in roster.groups]
-        self._no_vision = any(c.vision is False for c in known)
-        self._no_tools = any(c.tools is False for c in known)
-        self._windows = sorted({c.context_window for c in known if c.context_window is not None})
-        self._smallest_window = self._windows[0] if self._windows else None
-        # A schema-taking model and one a forced tool stands in for serve any structured need.
-        self._structured_limited = any(
-            c.structured in (Structured.JSON, Structured.NONE) for c in known
-        )
-        self._by_needs: dict[tuple[object, ...], _Groups] = {}
-
-    def may_turn_away(self, needs: RequestNeeds) -> bool:
-        """True when some model on the roster may lack what `needs` asks for."""
-        return (
-            (needs.vision and self._no_vision)
-            or (needs.tools and self._no_tools)
-            or (self._smallest_window is not None and needs.prompt_tokens > self._smallest_window)
-            or (needs.structured is not None and self._structured_limited)
-        )
-
-    def able(self, category: object, needs: RequestNeeds) -> _Groups:
-        """The groups serving `category` whose model can serve `needs`, and the skips of the
-        rest. Kept per kind of need: a prompt's size matters only by the windows it exceeds."""
-        exceeded = bisect_left(self._windows, needs.prompt_tokens)
-        key = (category, needs.vision, needs.tools, needs.structured, exceeded)
-        found = self._by_needs.get(key)
-        if found is None:
-            kept: list[tuple[int, ModelGroup]] = []
-            skipped: list[Skip] = []
-            for order, group in self.groups(category).served:
-                verdict = capability_verdict(group.model, group.capabilities, needs)
-                if verdict.reason is None:
-                    kept.append((order, group))
-                else:
-                    where = f"{group.provider}/{group.model}"
-                    skipped.append(Skip(verdict.reason, verdict.detail, model=where))
-            found = self._by_needs[key] = _Groups(tuple(kept), tuple(skipped))
-        return found
-
-    @staticmethod
-    def of(snapshot: Snapshot) -> _Index:
-        """The index of the snapshot's roster, built on first use."""
-        index = snapshot.roster.derived.get(_Index)
-        if not isinstance(index, _Index):
-            index = _Index(snapshot)
-            snapshot.roster.derived[_Index] = index
-        return index
-
-    def groups(self, category: object) -> _Groups:
-        """The groups that serve `category` (with their roster order), and the skips of the rest."""
-        found = self._by_category.get(category)
-        if found is None:
-            kept: list[tuple[int, ModelGroup]] = []
-            skipped: list[Skip] = []
-            for order, group in enumerate(self._roster.groups):
-                if category is None or category in group.categories:
-                    kept.append((order, group))
-                else:
-                    detail = f"{group.model} is not listed for {category}"
-                    where = f"{group.provider}/{group.model}"
-                    skipped.append(Skip(SkipReason.CATEGORY_MISMATCH, detail, model=where))
-            found = _Groups(tuple(kept), tuple(skipped))
-            self._by_category[category] = found
-        return found
-
-
 # The three below are plain tuples, read only by unpacking, never by index. A plan builds
 # one per admitted connection, per judged share and per candidate, and a named tuple costs
 # eight times as much to build (about 0.25 µs against 0.03 µs) and unpacks more slowly (only
@@ -223,7 +128,7 @@ class _Planner:
         self._blocked: dict[str, set[str]] = {}
         self._model_headroom: dict[str, dict[str, float | None]] = {}
         self._shares: dict[int, _Judged] = {}
-        self.index = _Index.of(snapshot)
+        self.index = LadderIndex.of(snapshot)
         self._open = self._open_rungs()
 
     def _open_rungs(self) -> frozenset[Rung]:
@@ -250,7 +155,7 @@ class _Planner:
             state = states.get(connection.id, _NO_STATE)
             if state.disabled:
                 # The operator's word comes first: it is the reason they will look for.
-                self.skipped.append(_skip(disabled_verdict(state), connection))
+                self.skipped.append(connection_skip(disabled_verdict(state), connection))
                 continue
             kept_off = terms_skips.get(connection.id) if terms_skips is not None else None
             if kept_off is not None:
@@ -268,11 +173,11 @@ class _Planner:
                 live = connection.billing.with_overage_permitted(state.overage_permitted)
                 terms = subscription_verdict(live)
                 if not terms.passed:
-                    self.skipped.append(_skip(terms, connection))
+                    self.skipped.append(connection_skip(terms, connection))
                     continue
             verdict = _connection_verdict(state, self.settings, self.now, strict=self.strict)
             if not verdict.passed:
-                self.skipped.append(_skip(verdict, connection))
+                self.skipped.append(connection_skip(verdict, connection))
                 continue
             self._admitted[connection.id] = (verdict.headroom, _HEALTH[state.breaker])
             if any(window.model is not None for window in state.windows):
@@ -297,7 +202,7 @@ class _Planner:
         for model, own in own_windows.items():
             verdict = quota_verdict(own, self.settings, self.now, strict=self.strict)
             if not verdict.passed:
-                self.skipped.append(_skip(verdict, connection, model))
+                self.skipped.append(connection_skip(verdict, connection, model))
                 self._blocked.setdefault(model, set()).add(connection.id)
                 continue
             headroom = _lower(account.headroom, verdict.headroom)
@@ -408,12 +313,6 @@ def _connection_verdict(
         # Usable again only when both are over: report the one that ends later.
         return quota
     return health
-
-
-def _skip(verdict: Verdict, connection: RosterConnection, model: str | None = None) -> Skip:
-    assert verdict.reason is not None
-    rung = Rung.SUBSCRIPTION if connection.billing.billing is BillingClass.SUBSCRIPTION else None
-    return Skip(verdict.reason, verdict.detail, connection.id, model, rung, verdict.resets_at)
 
 
 def _lower(first: float | None, second: float | None) -> float | None:
