@@ -13,7 +13,7 @@ import httpx
 import orjson
 
 from rungway.sim import DisconnectFault, StreamErrorFault
-from tests.integration.conftest import StartGateway, Upstreams
+from tests.integration.conftest import CLAUDE_CODE_HEADERS, StartGateway, Upstreams
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 # The Anthropic plan opens with message_start, an empty text block and a ping.
@@ -64,7 +64,9 @@ def test_faults_right_after_the_opening_events_fall_through_unseen(
     chance = random.Random(13)
     broken: list[tuple[int, str, str, int, str]] = []
     served: dict[str, int] = {}
-    with httpx.Client(base_url=gateway.url, timeout=30) as client:
+    # Every request, in each of the three APIs, comes as Claude Code, the one client the
+    # plan serves: this test is about where a stream commits, not about who may use the plan.
+    with httpx.Client(base_url=gateway.url, timeout=30, headers=CLAUDE_CODE_HEADERS) as client:
         for number in range(200):
             api = ("anthropic", "chat", "responses")[number % 3]
             # Every other request is faulted; the clean ones between keep the plan's

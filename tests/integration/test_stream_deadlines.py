@@ -12,7 +12,13 @@ import openai
 import pytest
 
 from rungway.sim import StallFault
-from tests.integration.conftest import CLAUDE, DEEPSEEK, StartGateway, Upstreams
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 TIMEOUTS = {
@@ -31,7 +37,13 @@ def test_a_plan_that_only_pings_falls_through_at_the_first_content_deadline(
     # message_start, then a ping every 0.2 s: each one would reset an idle timer.
     sims.subscription.push_fault(StallFault(after_events=1, interval_s=0.2, duration_s=60))
     started = time.monotonic()
-    client = anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0)
+    # Claude Code, the one client the plan serves.
+    client = anthropic.Anthropic(
+        base_url=gateway.url,
+        api_key="unused",
+        max_retries=0,
+        default_headers=CLAUDE_CODE_HEADERS,
+    )
     with client, client.messages.stream(model=CLAUDE, max_tokens=64, messages=HELLO) as stream:
         text = "".join(stream.text_stream)
     elapsed = time.monotonic() - started
@@ -71,7 +83,13 @@ def test_a_stream_that_never_ends_is_cut_at_the_longest_a_stream_may_run(
     # client's), then pings for a minute.
     sims.subscription.push_fault(StallFault(after_events=4, interval_s=0.2, duration_s=60))
     started = time.monotonic()
-    client = anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0)
+    # Claude Code, the one client the plan serves.
+    client = anthropic.Anthropic(
+        base_url=gateway.url,
+        api_key="unused",
+        max_retries=0,
+        default_headers=CLAUDE_CODE_HEADERS,
+    )
     with (
         client,
         pytest.raises(anthropic.APIStatusError) as ended,
