@@ -38,6 +38,7 @@ from rungway.credentials.secrets import read_secrets
 from rungway.runner import BackgroundServer, uvicorn_config
 from rungway.sim import Scenario, SimUpstream
 from tests.installs import ci_step, not_installed
+from tests.integration.conftest import CLAUDE_CODE_HEADERS
 
 CHROMIUM = Path("/usr/bin/chromium")
 INSTALL_STEP = f"as root, run: {ci_step('apt-get install')}"
@@ -60,8 +61,14 @@ class World:
     url: str
 
     def send(self, model: str = "auto/thrifty") -> str:
-        """Send one request; answer the connection that served it."""
-        with anthropic.Anthropic(base_url=self.url, api_key="unused", max_retries=0) as client:
+        """Send one request as Claude Code, the one client the plan serves; answer the
+        connection that served it."""
+        with anthropic.Anthropic(
+            base_url=self.url,
+            api_key="unused",
+            max_retries=0,
+            default_headers=CLAUDE_CODE_HEADERS,
+        ) as client:
             raw = client.messages.with_raw_response.create(
                 model=model, max_tokens=64, messages=HELLO
             )
