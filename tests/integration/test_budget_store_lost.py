@@ -15,7 +15,7 @@ from rungway.cluster.budget_scripts import NANO
 from tests.proxy import CuttableProxy
 from tests.services import REDIS_URL
 
-from .conftest import CLAUDE, DEEPSEEK, StartGateway
+from .conftest import CLAUDE, CLAUDE_CODE_HEADERS, DEEPSEEK, StartGateway
 
 HELLO: list[dict[str, Any]] = [{"role": "user", "content": "Say hello."}]
 
@@ -23,6 +23,16 @@ HELLO: list[dict[str, Any]] = [{"role": "user", "content": "Say hello."}]
 def _ask(url: str, model: str) -> httpx.Response:
     return httpx.post(
         f"{url}/v1/chat/completions",
+        json={"model": model, "messages": HELLO, "max_tokens": 64},
+        timeout=10,
+    )
+
+
+def _ask_as_claude_code(url: str, model: str) -> httpx.Response:
+    """A Messages request as Claude Code sends it: the Claude plan serves no other client."""
+    return httpx.post(
+        f"{url}/v1/messages",
+        headers={"anthropic-version": "2023-06-01", **CLAUDE_CODE_HEADERS},
         json={"model": model, "messages": HELLO, "max_tokens": 64},
         timeout=10,
     )
@@ -62,7 +72,7 @@ def test_without_redis_budgeted_paid_rungs_refuse_and_the_rest_serve(
         unbudgeted = _ask(gateway.url, f"api/{CLAUDE}")
         assert unbudgeted.status_code == 200, unbudgeted.text
         assert unbudgeted.headers["x-rungway-rung"] == "premium"
-        subscription = _ask(gateway.url, f"plan/{CLAUDE}")
+        subscription = _ask_as_claude_code(gateway.url, f"plan/{CLAUDE}")
         assert subscription.status_code == 200, subscription.text
         assert subscription.headers["x-rungway-rung"] == "subscription"
 

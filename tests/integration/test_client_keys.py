@@ -15,7 +15,14 @@ import httpx
 import pytest
 
 from rungway.clock import FakeClock
-from tests.integration.conftest import CLAUDE, DEEPSEEK, START, StartGateway, Upstreams
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    START,
+    StartGateway,
+    Upstreams,
+)
 
 KEYS = {"alice": "rk-alice", "bob": "rk-bob", "carol": "rk-carol"}
 ALICE_BUDGET = 0.0001
@@ -52,9 +59,10 @@ def _chat(http: httpx.Client, url: str, key: str, **body: Any) -> httpx.Response
 
 
 def _messages(http: httpx.Client, url: str, key: str, model: str) -> httpx.Response:
+    # Claude Code's request: the Claude plan serves no other client.
     return http.post(
         f"{url}/v1/messages",
-        headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+        headers={"x-api-key": key, "anthropic-version": "2023-06-01", **CLAUDE_CODE_HEADERS},
         json={"model": model, "messages": HELLO, "max_tokens": 24},
     )
 

@@ -12,7 +12,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from rungway.sim import HttpErrorFault, TimeoutFault
 
-from .conftest import CLAUDE, DEEPSEEK, RunningGateway, StartGateway, Upstreams
+from .conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    RunningGateway,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 ADMIN_KEY = "rw-admin-metrics"
@@ -39,7 +46,10 @@ def _total(samples: Samples, name: str) -> float:
 
 
 def _claude(gateway: RunningGateway, *, stream: bool = False) -> str:
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    # Claude Code's client: the Claude plan serves no other.
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         if stream:
             with client.messages.stream(model=CLAUDE, max_tokens=64, messages=HELLO) as events:
                 events.until_done()

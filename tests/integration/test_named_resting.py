@@ -11,13 +11,22 @@ import anthropic
 import pytest
 
 from rungway.sim import HttpErrorFault
-from tests.integration.conftest import CLAUDE, RunningGateway, StartGateway, Upstreams
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    RunningGateway,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 
 
 def _ask(gateway: RunningGateway, model: str = CLAUDE) -> str:
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    # Claude Code's client: the Claude plan serves no other.
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
     return raw.headers["x-rungway-connection"]
 

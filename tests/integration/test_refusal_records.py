@@ -14,7 +14,13 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rungway.clock import FakeClock
-from tests.integration.conftest import DEEPSEEK, START, StartGateway, Upstreams
+from tests.integration.conftest import (
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    START,
+    StartGateway,
+    Upstreams,
+)
 from tests.integration.test_ladder import Readings
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
@@ -54,9 +60,10 @@ def test_a_plan_that_cannot_serve_without_billing_is_recorded_with_its_skips(
 ) -> None:
     # No quota reading verifies the plan, so auto/subscription fails closed.
     gateway = start_gateway(state=Readings())
+    # Claude Code's request, so that the plan is skipped for its missing quota, not its terms.
     refused = httpx.post(
         f"{gateway.url}/v1/messages",
-        headers=MESSAGES,
+        headers={**MESSAGES, **CLAUDE_CODE_HEADERS},
         json={"model": "auto/subscription", "max_tokens": 64, "messages": HELLO},
     )
     assert refused.status_code == 503

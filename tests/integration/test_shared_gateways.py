@@ -14,13 +14,16 @@ import httpx
 from rungway.sim import HttpErrorFault
 from tests.services import REDIS_URL
 
-from .conftest import RunningGateway, StartGateway, Upstreams
+from .conftest import CLAUDE_CODE_HEADERS, RunningGateway, StartGateway, Upstreams
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 
 
 def _served_by(gateway: RunningGateway) -> str:
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    # Claude Code's client: the Claude plan serves no other.
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         raw = client.messages.with_raw_response.create(
             model="auto/thrifty", max_tokens=64, messages=HELLO
         )

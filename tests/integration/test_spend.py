@@ -15,7 +15,14 @@ from typer.testing import CliRunner
 from rungway.cli.main import app
 from rungway.cli.spend import money
 
-from .conftest import CLAUDE, DEEPSEEK, RunningGateway, StartGateway, Upstreams
+from .conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    RunningGateway,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 LAPTOP_KEY = "rw-integration-laptop"
@@ -23,7 +30,10 @@ CI_KEY = "rw-integration-ci"
 
 
 def _claude(gateway: RunningGateway, key: str = "unused", model: str = "auto/thrifty") -> str:
-    client = anthropic.Anthropic(base_url=gateway.url, api_key=key, max_retries=0)
+    # Claude Code's client: the Claude plan serves no other.
+    client = anthropic.Anthropic(
+        base_url=gateway.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
     return raw.headers["x-rungway-rung"]
 
