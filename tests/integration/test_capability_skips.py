@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import orjson
+import pytest
 
-from rungway.sim import QuotaExhaustedFault
-from tests.integration.conftest import CLAUDE, RunningGateway, StartGateway, Upstreams
+from rungway.sim import QuotaExhaustedFault, SimUpstream
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    RunningGateway,
+    StartGateway,
+    Upstreams,
+)
 
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5E"
@@ -25,6 +35,39 @@ SCHEMA = {
     "required": ["city"],
     "additionalProperties": False,
 }
+
+
+@pytest.fixture
+def any_client_plan(sims: Upstreams) -> Iterator[SimUpstream]:
+    """A Claude plan like the session's that serves any client (`auth.clients: any`)."""
+    scenario = sims.subscription.scenario
+    widened = scenario.model_copy(
+        update={"auth": scenario.auth.model_copy(update={"clients": "any"})}
+    )
+    with SimUpstream(widened) as plan:
+        yield plan
+
+
+def _with_a_widened_plan(sims: Upstreams, plan: SimUpstream, folder: Path) -> list[dict[str, Any]]:
+    """The session's connections, with the plan's at `plan` and widened (`clients: any`)."""
+
+    def connection(name: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
+        secret = {"file": str(folder / f"{name}.secret")}
+        return {
+            "id": name,
+            "provider": provider,
+            "auth": auth,
+            "credential": secret,
+            "base_url": url,
+            "models": [model],
+        }
+
+    return [
+        {**connection("plan", "anthropic", "oauth", plan.url, CLAUDE), "clients": "any"},
+        connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
+        connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
+        connection("backup", "openai-compatible", "apikey", sims.backup.url + "/v1", DEEPSEEK),
+    ]
 
 
 def _explain(request_id: str, gateway: RunningGateway) -> str:
@@ -55,7 +98,10 @@ def test_an_image_skips_the_text_only_models_and_explain_says_why(
     gateway = start_gateway()
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
     content: list[Any] = [{"type": "text", "text": "What is it?"}, image]
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    # Claude Code, the one client the plan serves: this test is about images.
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         raw = client.messages.with_raw_response.create(
             model="auto/thrifty",
             max_tokens=64,
@@ -74,10 +120,12 @@ def test_an_image_skips_the_text_only_models_and_explain_says_why(
 
 
 def test_with_the_claude_plans_spent_an_image_gets_no_text_only_model(
-    start_gateway: StartGateway, sims: Upstreams
+    start_gateway: StartGateway, sims: Upstreams, any_client_plan: SimUpstream, tmp_path: Path
 ) -> None:
-    gateway = start_gateway()
-    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
+    # An OpenAI client, kept off a Claude plan by its terms, would never find the plan spent:
+    # the plan's connection is widened on purpose (`clients: any`) so the plan is asked.
+    gateway = start_gateway(connections=_with_a_widened_plan(sims, any_client_plan, tmp_path))
+    any_client_plan.push_fault(QuotaExhaustedFault(window="5h"))
     image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
     content: list[Any] = [{"type": "text", "text": "What?"}, image]
     with openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused", max_retries=0) as client:
@@ -87,14 +135,22 @@ def test_with_the_claude_plans_spent_an_image_gets_no_text_only_model(
         )
     # The plan answered 429 and the ladder went on to the Claude key, never to DeepSeek.
     assert raw.parse().model == CLAUDE
+    (row,) = gateway.rows()
+    assert [(a["connection_id"], a["outcome"]) for a in row["attempts"]] == [
+        ("plan", "quota_exhausted")
+    ]
     assert sims.cheap.requests == []
     assert sims.backup.requests == []
 
 
 def test_a_schema_reaches_a_claude_upstream_as_its_output_format(
-    start_gateway: StartGateway, sims: Upstreams
+    start_gateway: StartGateway, sims: Upstreams, any_client_plan: SimUpstream, tmp_path: Path
 ) -> None:
-    gateway = start_gateway()
+    # The Claude plan serves Claude Code only, and an OpenAI client is not Claude Code: this
+    # test is about an OpenAI schema translated for a Claude upstream, so the plan's
+    # connection is widened on purpose (`clients: any`) in front of a plan that does not
+    # check its client.
+    gateway = start_gateway(connections=_with_a_widened_plan(sims, any_client_plan, tmp_path))
     with openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused", max_retries=0) as client:
         raw = client.chat.completions.with_raw_response.create(
             model="auto/thrifty",
@@ -105,7 +161,7 @@ def test_a_schema_reaches_a_claude_upstream_as_its_output_format(
             },
         )
     request_id = raw.headers["x-rungway-request-id"]
-    sent = sims.subscription.requests[-1].body
+    sent = any_client_plan.requests[-1].body
     assert sent["output_config"] == {"format": {"type": "json_schema", "schema": SCHEMA}}
     # DeepSeek's JSON mode cannot hold a reply to a schema: both its connections are skipped.
     reasons = {(skip["model"], skip["reason"]) for skip in _skips(gateway, request_id)}

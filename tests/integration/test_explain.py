@@ -12,7 +12,12 @@ from typing import Any
 import anthropic
 
 from rungway.sim import QuotaExhaustedFault
-from tests.integration.conftest import RunningGateway, StartGateway, Upstreams
+from tests.integration.conftest import (
+    CLAUDE_CODE_HEADERS,
+    RunningGateway,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 
@@ -30,7 +35,10 @@ def _explain(*args: str, cwd: Path | None = None, **env: str) -> subprocess.Comp
 
 
 def _ask(gateway: RunningGateway, model: str = "auto/thrifty") -> str:
-    with anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0) as client:
+    # Claude Code, the one client the plan serves: these tests are about explaining requests.
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
         raw = client.messages.with_raw_response.create(model=model, max_tokens=64, messages=HELLO)
     return raw.headers["x-rungway-request-id"]
 

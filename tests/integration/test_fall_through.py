@@ -18,7 +18,13 @@ from rungway.sim import (
     StreamErrorFault,
     TimeoutFault,
 )
-from tests.integration.conftest import CLAUDE, DEEPSEEK, StartGateway, Upstreams
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 
@@ -28,7 +34,10 @@ def _openai(url: str) -> openai.OpenAI:
 
 
 def _anthropic(url: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+    """Claude Code, the one client the plan serves: these tests are about falling through."""
+    return anthropic.Anthropic(
+        base_url=url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
 
 
 def _attempts(row: dict[str, Any]) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ import pytest
 from rungway.clock import FakeClock
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, WindowStatus
 from rungway.sim import DisconnectFault, HttpErrorFault, QuotaExhaustedFault, StreamErrorFault
-from tests.integration.conftest import START, StartGateway, Upstreams
+from tests.integration.conftest import CLAUDE_CODE_HEADERS, START, StartGateway, Upstreams
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 
@@ -45,7 +45,10 @@ def _subscription_reading(
 
 
 def _claude(url: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+    """Claude Code, the one client the plan serves: these tests are about the ladder."""
+    return anthropic.Anthropic(
+        base_url=url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
 
 
 def _openai(url: str) -> openai.OpenAI:
@@ -206,10 +209,13 @@ def test_subscription_never_reaches_a_metered_upstream(
     for sim in (sims.api, sims.cheap, sims.backup):
         assert sim.requests == [], f"{sim.scenario.name} was reached by auto/subscription"
     # The OpenAI ingress reaches the same plan through translation (unless the fault left
-    # it cooling down), and never anything metered.
+    # it cooling down), and never anything metered. It too comes as Claude Code, the one
+    # client the plan serves: any other client would skip the plan for its terms and never
+    # put it to the test.
     on_openai = httpx.post(
         f"{gateway.url}/v1/chat/completions",
         json={"model": "auto/subscription", "messages": HELLO},
+        headers=CLAUDE_CODE_HEADERS,
     )
     if on_openai.status_code == 200:
         assert on_openai.headers["x-rungway-rung"] == "subscription"

@@ -8,14 +8,21 @@ an upstream of the other API, and what comes back parses with the SDK's own type
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import pytest
 
-from rungway.sim import HttpErrorFault, QuotaExhaustedFault, StreamErrorFault
-from tests.integration.conftest import CLAUDE, DEEPSEEK, StartGateway, Upstreams
+from rungway.sim import HttpErrorFault, QuotaExhaustedFault, SimUpstream, StreamErrorFault
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 SYSTEM = "You are terse."
@@ -32,6 +39,39 @@ def clients(start_gateway: StartGateway) -> Iterator[Clients]:
         openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0) as gpt,
     ):
         yield gateway, claude, gpt
+
+
+@pytest.fixture
+def any_client_plan(sims: Upstreams) -> Iterator[SimUpstream]:
+    """A Claude plan like the session's that serves any client (`auth.clients: any`)."""
+    scenario = sims.subscription.scenario
+    widened = scenario.model_copy(
+        update={"auth": scenario.auth.model_copy(update={"clients": "any"})}
+    )
+    with SimUpstream(widened) as plan:
+        yield plan
+
+
+def _with_a_widened_plan(sims: Upstreams, plan: SimUpstream, folder: Path) -> list[dict[str, Any]]:
+    """The session's connections, with the plan's at `plan` and widened (`clients: any`)."""
+
+    def connection(name: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
+        secret = {"file": str(folder / f"{name}.secret")}
+        return {
+            "id": name,
+            "provider": provider,
+            "auth": auth,
+            "credential": secret,
+            "base_url": url,
+            "models": [model],
+        }
+
+    return [
+        {**connection("plan", "anthropic", "oauth", plan.url, CLAUDE), "clients": "any"},
+        connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
+        connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
+        connection("backup", "openai-compatible", "apikey", sims.backup.url + "/v1", DEEPSEEK),
+    ]
 
 
 def test_an_anthropic_client_is_served_by_a_chat_upstream(
@@ -77,21 +117,25 @@ def test_an_anthropic_stream_from_a_chat_upstream_is_one_well_formed_stream(
 
 
 def test_an_openai_client_is_served_by_a_messages_upstream(
-    clients: Clients, sims: Upstreams
+    start_gateway: StartGateway, sims: Upstreams, any_client_plan: SimUpstream, tmp_path: Path
 ) -> None:
-    gateway, _, gpt = clients
-    completion = gpt.chat.completions.create(
-        model=CLAUDE,
-        messages=[{"role": "system", "content": SYSTEM}, *HELLO],
-        max_tokens=64,
-    )
+    # The Claude plan serves Claude Code only, and an OpenAI client is not Claude Code: this
+    # test is about the translation to Messages, so the plan's connection is widened on
+    # purpose (`clients: any`) in front of a plan that does not check its client.
+    gateway = start_gateway(connections=_with_a_widened_plan(sims, any_client_plan, tmp_path))
+    with openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0) as gpt:
+        completion = gpt.chat.completions.create(
+            model=CLAUDE,
+            messages=[{"role": "system", "content": SYSTEM}, *HELLO],
+            max_tokens=64,
+        )
     assert completion.object == "chat.completion"
     assert completion.created > 1_700_000_000, "stamped by the gateway"
     assert completion.choices[0].finish_reason == "stop"
     assert completion.choices[0].message.content
     assert completion.usage is not None
     assert completion.usage.completion_tokens == 24
-    sent = sims.subscription.requests[-1]
+    sent = any_client_plan.requests[-1]
     assert sent.path == "/v1/messages"
     assert sent.body["system"] in (SYSTEM, [{"type": "text", "text": SYSTEM}])
     assert sent.body["max_tokens"] == 64
@@ -139,7 +183,9 @@ def test_thrifty_carries_an_anthropic_client_to_the_cheap_chat_rung_when_the_pla
 ) -> None:
     gateway, claude, _ = clients
     sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
-    with claude.messages.stream(model="auto/thrifty", max_tokens=64, messages=HELLO) as stream:
+    # Claude Code, the one client the plan serves: with the plan spent, it goes a rung up.
+    claude_code = claude.with_options(default_headers=CLAUDE_CODE_HEADERS)
+    with claude_code.messages.stream(model="auto/thrifty", max_tokens=64, messages=HELLO) as stream:
         final = stream.get_final_message()
     assert final.stop_reason == "end_turn"
     (row,) = gateway.rows()
