@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -20,8 +21,21 @@ import pytest
 
 from rungway.clock import FakeClock
 from rungway.routing.snapshot import ConnectionState, QuotaWindow, WindowStatus
-from rungway.sim import DisconnectFault, HttpErrorFault, QuotaExhaustedFault, StreamErrorFault
-from tests.integration.conftest import CLAUDE_CODE_HEADERS, START, StartGateway, Upstreams
+from rungway.sim import (
+    DisconnectFault,
+    HttpErrorFault,
+    QuotaExhaustedFault,
+    SimUpstream,
+    StreamErrorFault,
+)
+from tests.integration.conftest import (
+    CLAUDE,
+    CLAUDE_CODE_HEADERS,
+    DEEPSEEK,
+    START,
+    StartGateway,
+    Upstreams,
+)
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
 
@@ -49,6 +63,39 @@ def _claude(url: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         base_url=url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
     )
+
+
+@pytest.fixture
+def any_client_plan(sims: Upstreams) -> Iterator[SimUpstream]:
+    """A Claude plan like the session's that serves any client (`auth.clients: any`)."""
+    scenario = sims.subscription.scenario
+    widened = scenario.model_copy(
+        update={"auth": scenario.auth.model_copy(update={"clients": "any"})}
+    )
+    with SimUpstream(widened) as plan:
+        yield plan
+
+
+def _with_a_widened_plan(sims: Upstreams, plan: SimUpstream, folder: Path) -> list[dict[str, Any]]:
+    """The session's connections, with the plan's at `plan` and widened (`clients: any`)."""
+
+    def connection(name: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
+        secret = {"file": str(folder / f"{name}.secret")}
+        return {
+            "id": name,
+            "provider": provider,
+            "auth": auth,
+            "credential": secret,
+            "base_url": url,
+            "models": [model],
+        }
+
+    return [
+        {**connection("plan", "anthropic", "oauth", plan.url, CLAUDE), "clients": "any"},
+        connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
+        connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
+        connection("backup", "openai-compatible", "apikey", sims.backup.url + "/v1", DEEPSEEK),
+    ]
 
 
 def _openai(url: str) -> openai.OpenAI:
@@ -102,17 +149,26 @@ def test_thrifty_honours_a_zero_budget(start_gateway: StartGateway, sims: Upstre
 
 
 def test_thrifty_on_the_openai_ingress_uses_the_cheap_rung_and_its_budget(
-    start_gateway: StartGateway, sims: Upstreams
+    start_gateway: StartGateway, sims: Upstreams, any_client_plan: SimUpstream, tmp_path: Path
 ) -> None:
-    gateway = start_gateway()
-    sims.subscription.push_fault(QuotaExhaustedFault(window="5h"))
+    # An OpenAI client, kept off a Claude plan by its terms, would never find the plan spent:
+    # the plan's connection is widened on purpose (`clients: any`) so the plan is asked.
+    connections = _with_a_widened_plan(sims, any_client_plan, tmp_path)
+    gateway = start_gateway(connections=connections)
+    any_client_plan.push_fault(QuotaExhaustedFault(window="5h"))
     raw = _openai(gateway.url).chat.completions.with_raw_response.create(
         model="auto/coding:thrifty", messages=HELLO
     )
     assert raw.headers["x-rungway-rung"] == "cheap"
     assert raw.headers["x-rungway-connection"] in {"cheap", "backup"}
+    (row,) = gateway.rows()
+    assert [(a["connection_id"], a["outcome"]) for a in row["attempts"]] == [
+        ("plan", "quota_exhausted")
+    ]
     # The plan's window stays spent; with the cheap rung closed the request goes premium.
-    closed = start_gateway(ladder={"rung_budget_usd": {"cheap": 0, "premium": None}})
+    closed = start_gateway(
+        connections=connections, ladder={"rung_budget_usd": {"cheap": 0, "premium": None}}
+    )
     raw = _openai(closed.url).chat.completions.with_raw_response.create(
         model="auto/thrifty", messages=HELLO
     )
