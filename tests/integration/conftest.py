@@ -242,3 +242,36 @@ def unused_port() -> int:
 @pytest.fixture(autouse=True)
 def _backup_key_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUNGWAY_IT_BACKUP", BACKUP_KEY)
+
+
+@pytest.fixture
+def any_client_plan(sims: Upstreams) -> Iterator[SimUpstream]:
+    """A Claude plan like the session's that serves any client (`auth.clients: any`)."""
+    scenario = sims.subscription.scenario
+    widened = scenario.model_copy(
+        update={"auth": scenario.auth.model_copy(update={"clients": "any"})}
+    )
+    with SimUpstream(widened) as plan:
+        yield plan
+
+
+def with_a_widened_plan(sims: Upstreams, plan: SimUpstream, folder: Path) -> list[dict[str, Any]]:
+    """The session's connections, with the plan's at `plan` and widened (`clients: any`)."""
+
+    def connection(name: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
+        secret = {"file": str(folder / f"{name}.secret")}
+        return {
+            "id": name,
+            "provider": provider,
+            "auth": auth,
+            "credential": secret,
+            "base_url": url,
+            "models": [model],
+        }
+
+    return [
+        {**connection("plan", "anthropic", "oauth", plan.url, CLAUDE), "clients": "any"},
+        connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
+        connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
+        connection("backup", "openai-compatible", "apikey", sims.backup.url + "/v1", DEEPSEEK),
+    ]

@@ -6,23 +6,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import orjson
-import pytest
 
 from rungway.sim import QuotaExhaustedFault, SimUpstream
 from tests.integration.conftest import (
     CLAUDE,
     CLAUDE_CODE_HEADERS,
-    DEEPSEEK,
     RunningGateway,
     StartGateway,
     Upstreams,
+    with_a_widened_plan,
 )
 
 PNG = (
@@ -35,39 +33,6 @@ SCHEMA = {
     "required": ["city"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-def any_client_plan(sims: Upstreams) -> Iterator[SimUpstream]:
-    """A Claude plan like the session's that serves any client (`auth.clients: any`)."""
-    scenario = sims.subscription.scenario
-    widened = scenario.model_copy(
-        update={"auth": scenario.auth.model_copy(update={"clients": "any"})}
-    )
-    with SimUpstream(widened) as plan:
-        yield plan
-
-
-def _with_a_widened_plan(sims: Upstreams, plan: SimUpstream, folder: Path) -> list[dict[str, Any]]:
-    """The session's connections, with the plan's at `plan` and widened (`clients: any`)."""
-
-    def connection(name: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
-        secret = {"file": str(folder / f"{name}.secret")}
-        return {
-            "id": name,
-            "provider": provider,
-            "auth": auth,
-            "credential": secret,
-            "base_url": url,
-            "models": [model],
-        }
-
-    return [
-        {**connection("plan", "anthropic", "oauth", plan.url, CLAUDE), "clients": "any"},
-        connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
-        connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
-        connection("backup", "openai-compatible", "apikey", sims.backup.url + "/v1", DEEPSEEK),
-    ]
 
 
 def _explain(request_id: str, gateway: RunningGateway) -> str:
@@ -124,7 +89,7 @@ def test_with_the_claude_plans_spent_an_image_gets_no_text_only_model(
 ) -> None:
     # An OpenAI client, kept off a Claude plan by its terms, would never find the plan spent:
     # the plan's connection is widened on purpose (`clients: any`) so the plan is asked.
-    gateway = start_gateway(connections=_with_a_widened_plan(sims, any_client_plan, tmp_path))
+    gateway = start_gateway(connections=with_a_widened_plan(sims, any_client_plan, tmp_path))
     any_client_plan.push_fault(QuotaExhaustedFault(window="5h"))
     image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
     content: list[Any] = [{"type": "text", "text": "What?"}, image]
@@ -150,7 +115,7 @@ def test_a_schema_reaches_a_claude_upstream_as_its_output_format(
     # test is about an OpenAI schema translated for a Claude upstream, so the plan's
     # connection is widened on purpose (`clients: any`) in front of a plan that does not
     # check its client.
-    gateway = start_gateway(connections=_with_a_widened_plan(sims, any_client_plan, tmp_path))
+    gateway = start_gateway(connections=with_a_widened_plan(sims, any_client_plan, tmp_path))
     with openai.OpenAI(base_url=gateway.url + "/v1", api_key="unused", max_retries=0) as client:
         raw = client.chat.completions.with_raw_response.create(
             model="auto/thrifty",

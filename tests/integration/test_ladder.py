@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,12 +29,11 @@ from rungway.sim import (
     StreamErrorFault,
 )
 from tests.integration.conftest import (
-    CLAUDE,
     CLAUDE_CODE_HEADERS,
-    DEEPSEEK,
     START,
     StartGateway,
     Upstreams,
+    with_a_widened_plan,
 )
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
@@ -63,39 +62,6 @@ def _claude(url: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         base_url=url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
     )
-
-
-@pytest.fixture
-def any_client_plan(sims: Upstreams) -> Iterator[SimUpstream]:
-    """A Claude plan like the session's that serves any client (`auth.clients: any`)."""
-    scenario = sims.subscription.scenario
-    widened = scenario.model_copy(
-        update={"auth": scenario.auth.model_copy(update={"clients": "any"})}
-    )
-    with SimUpstream(widened) as plan:
-        yield plan
-
-
-def _with_a_widened_plan(sims: Upstreams, plan: SimUpstream, folder: Path) -> list[dict[str, Any]]:
-    """The session's connections, with the plan's at `plan` and widened (`clients: any`)."""
-
-    def connection(name: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
-        secret = {"file": str(folder / f"{name}.secret")}
-        return {
-            "id": name,
-            "provider": provider,
-            "auth": auth,
-            "credential": secret,
-            "base_url": url,
-            "models": [model],
-        }
-
-    return [
-        {**connection("plan", "anthropic", "oauth", plan.url, CLAUDE), "clients": "any"},
-        connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
-        connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
-        connection("backup", "openai-compatible", "apikey", sims.backup.url + "/v1", DEEPSEEK),
-    ]
 
 
 def _openai(url: str) -> openai.OpenAI:
@@ -153,7 +119,7 @@ def test_thrifty_on_the_openai_ingress_uses_the_cheap_rung_and_its_budget(
 ) -> None:
     # An OpenAI client, kept off a Claude plan by its terms, would never find the plan spent:
     # the plan's connection is widened on purpose (`clients: any`) so the plan is asked.
-    connections = _with_a_widened_plan(sims, any_client_plan, tmp_path)
+    connections = with_a_widened_plan(sims, any_client_plan, tmp_path)
     gateway = start_gateway(connections=connections)
     any_client_plan.push_fault(QuotaExhaustedFault(window="5h"))
     raw = _openai(gateway.url).chat.completions.with_raw_response.create(

@@ -22,6 +22,7 @@ from tests.integration.conftest import (
     DEEPSEEK,
     StartGateway,
     Upstreams,
+    with_a_widened_plan,
 )
 
 HELLO: list[Any] = [{"role": "user", "content": "Say hello."}]
@@ -39,39 +40,6 @@ def clients(start_gateway: StartGateway) -> Iterator[Clients]:
         openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0) as gpt,
     ):
         yield gateway, claude, gpt
-
-
-@pytest.fixture
-def any_client_plan(sims: Upstreams) -> Iterator[SimUpstream]:
-    """A Claude plan like the session's that serves any client (`auth.clients: any`)."""
-    scenario = sims.subscription.scenario
-    widened = scenario.model_copy(
-        update={"auth": scenario.auth.model_copy(update={"clients": "any"})}
-    )
-    with SimUpstream(widened) as plan:
-        yield plan
-
-
-def _with_a_widened_plan(sims: Upstreams, plan: SimUpstream, folder: Path) -> list[dict[str, Any]]:
-    """The session's connections, with the plan's at `plan` and widened (`clients: any`)."""
-
-    def connection(name: str, provider: str, auth: str, url: str, model: str) -> dict[str, Any]:
-        secret = {"file": str(folder / f"{name}.secret")}
-        return {
-            "id": name,
-            "provider": provider,
-            "auth": auth,
-            "credential": secret,
-            "base_url": url,
-            "models": [model],
-        }
-
-    return [
-        {**connection("plan", "anthropic", "oauth", plan.url, CLAUDE), "clients": "any"},
-        connection("api", "anthropic", "apikey", sims.api.url, CLAUDE),
-        connection("cheap", "deepseek", "apikey", sims.cheap.url + "/v1", DEEPSEEK),
-        connection("backup", "openai-compatible", "apikey", sims.backup.url + "/v1", DEEPSEEK),
-    ]
 
 
 def test_an_anthropic_client_is_served_by_a_chat_upstream(
@@ -122,7 +90,7 @@ def test_an_openai_client_is_served_by_a_messages_upstream(
     # The Claude plan serves Claude Code only, and an OpenAI client is not Claude Code: this
     # test is about the translation to Messages, so the plan's connection is widened on
     # purpose (`clients: any`) in front of a plan that does not check its client.
-    gateway = start_gateway(connections=_with_a_widened_plan(sims, any_client_plan, tmp_path))
+    gateway = start_gateway(connections=with_a_widened_plan(sims, any_client_plan, tmp_path))
     with openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0) as gpt:
         completion = gpt.chat.completions.create(
             model=CLAUDE,
