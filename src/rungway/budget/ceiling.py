@@ -95,5 +95,7 @@ def output_that_fits(
     if per_output <= 0:
         return None
     fits = max(0, math.floor((available_usd - input_cost) / per_output))
-    # The division may round up by a token; the ceiling itself decides.
-    return fits - 1 if fits and rates.ceiling(tokens, fits) > available_usd else fits
+    # The division may round by a token either way; the ceiling itself decides.
+    if fits and rates.ceiling(tokens, fits) > available_usd:
+        return fits - 1
+    return fits + 1 if rates.ceiling(tokens, fits + 1) <= available_usd else fits
