@@ -68,6 +68,9 @@ class RouteRequest:
     client: RequestClient | None = None
     """Who sent it, for the plans' terms; None leaves the terms out (a what-if replay of
     traffic assumed to come from the clients each plan allows). The gateway always says."""
+    pinned: str | None = None
+    """The connection the request's session is pinned to (session affinity), if any: it goes
+    first within its pool while it is usable."""
 
 
 def plan_route(

@@ -12,6 +12,7 @@ from rungway.routing.rungs import Rung
 
 Percent = Annotated[float, Field(ge=0, le=100)]
 RungName = Literal["subscription", "keyless", "free", "cheap", "premium"]
+PoolStrategyName = Literal["fill_first", "soonest_reset", "headroom", "expiry_first"]
 
 
 DEFAULT_RUNG_BUDGETS_USD: Mapping[RungName, float | None] = MappingProxyType(
@@ -41,6 +42,17 @@ class LadderSettings(BaseModel):
     reservation_ttl_s: Annotated[float, Field(gt=0)] = 3600.0
     """How long a paid attempt's reservation may stay open; longer than the longest request.
     One left behind by a crash holds its money until then."""
+
+    pool_strategy: PoolStrategyName = "expiry_first"
+    """How a pool (the connections of one plan and owner serving a model on a rung) orders
+    its accounts; see `routing/pools.py`."""
+    session_affinity: bool = True
+    """Keep a conversation on the account that served it while that account is usable."""
+    session_ttl_s: Annotated[float, Field(gt=0)] = 3600.0
+    """How long a session's pin lasts after its last turn."""
+    max_wait_s: Annotated[float, Field(ge=0)] = 5.0
+    """A plan that could serve and resets within this many seconds is waited for instead
+    of paying (`auto/thrifty`) or refusing (`auto/subscription`); 0 turns waiting off."""
 
     @field_validator("rung_budget_usd", mode="after")
     @classmethod
