@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota.breaker import TRIPPING, Breaker, BreakerPolicy
+from rungway.quota.burn import BurnBook
 from rungway.quota.cooldown import CooldownPolicy, cooldown_until
 from rungway.quota.store import SavedConnection, StateStore
 from rungway.routing.settings import LadderSettings
@@ -60,6 +61,8 @@ class QuotaBoard:
         self._overage_in_use: set[str] = set()
         self._disabled: set[str] = set()
         self._now = 0.0
+        self.burn = BurnBook()
+        """Each window's recent readings, for its burn rate (the admin API's pools)."""
 
     def restore(
         self, saved: Mapping[str, SavedConnection], now: float, known: Collection[str]
@@ -84,6 +87,8 @@ class QuotaBoard:
         self._overage_in_use.discard(connection_id)
         self._disabled.discard(connection_id)
         self._now = max(self._now, now)
+        for window in saved.state.windows:
+            self.burn.record(connection_id, window, window.checked_at)
         self._take(connection_id, saved, now, save=False)
 
     def connection_states(self, now: float) -> Mapping[str, ConnectionState]:
@@ -108,6 +113,7 @@ class QuotaBoard:
             key = (seen.name, seen.model)
             previous = known.get(key)
             reading = _timed_by(seen, previous, now)
+            self.burn.record(connection_id, reading, now)
             remembered = self._remembers(reading, previous, now)
             known[key] = (
                 reading
