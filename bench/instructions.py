@@ -15,7 +15,7 @@ client included. Only the gateway runs under valgrind; the upstreams and the cli
 natively. Counts are stable to well under 1% from run to run, so they judge a change where
 timings cannot; they do not weigh cache misses or system calls.
 
-    python bench/instructions.py [--requests 300] [--budgets] [--translated]
+    python bench/instructions.py [--requests 300] [--budgets] [--translated] [--pool]
                                  [--access-lines] [--json-out FILE]
 
 The gateway serves with `--quiet` unless `--access-lines` is given: an access line per
@@ -81,7 +81,12 @@ def _dumped_instructions(folder: Path, before: set[Path]) -> int:
 
 
 def run(
-    requests: int, budgets: bool, translated: bool, access_lines: bool = False
+    requests: int,
+    budgets: bool,
+    translated: bool,
+    *,
+    access_lines: bool = False,
+    pool: bool = False,
 ) -> dict[str, object]:
     """Count instructions per request for every case; return the figures."""
     rows = []
@@ -92,7 +97,7 @@ def run(
         folder = Path(tmp)
         upstreams = overhead._start_upstreams(running)
         port = overhead._free_port()
-        config = overhead._gateway_config(folder, upstreams, port, budgets)
+        config = overhead._gateway_config(folder, upstreams, port, budgets, pool)
         gateway = subprocess.Popen(
             [
                 "valgrind",
@@ -114,11 +119,12 @@ def run(
         gateway_url = f"http://127.0.0.1:{port}"
         overhead._wait_http(f"{gateway_url}/healthz", gateway, deadline_s=600)
         for stream in (False, True):
-            for case in overhead._cases(upstreams, gateway_url, stream, budgets, translated):
-                _send(case.gateway_url, case.body, case.gateway_headers, 30)
+            cases = overhead._cases(upstreams, gateway_url, stream, budgets, translated, pool=pool)
+            for case in cases:
+                _send(case.gateway_url, case.through_body, case.gateway_headers, 30)
                 time.sleep(1.0)
                 _control("-z", gateway.pid)
-                _send(case.gateway_url, case.body, case.gateway_headers, requests)
+                _send(case.gateway_url, case.through_body, case.gateway_headers, requests)
                 # The ledger writer batches rows: let it write this case's before the dump.
                 time.sleep(1.0)
                 before = set(folder.glob("callgrind.out*"))
@@ -149,6 +155,9 @@ def main() -> None:
     parser.add_argument("--budgets", action="store_true", help="priced models under budgets")
     parser.add_argument("--translated", action="store_true", help="add a translated case")
     parser.add_argument(
+        "--pool", action="store_true", help="add `auto` requests over a pool of two connections"
+    )
+    parser.add_argument(
         "--access-lines",
         action="store_true",
         help="serve as `serve` does by default, an access line per request (default: --quiet)",
@@ -160,7 +169,9 @@ def main() -> None:
     print(f"python: {sys.executable} ({platform.python_version()})")
     print("| api | mode | instructions per request |")
     print("|---|---|---|")
-    result = run(args.requests, args.budgets, args.translated, args.access_lines)
+    result = run(
+        args.requests, args.budgets, args.translated, access_lines=args.access_lines, pool=args.pool
+    )
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2))
 

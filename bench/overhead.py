@@ -21,10 +21,14 @@ it is sent) and settles it; without, the models have no price and nothing is hel
 With `--translated`, Anthropic Messages requests are also sent for the model the
 OpenAI-compatible upstream serves, so the gateway translates each one both ways.
 
+With `--pool`, the OpenAI-compatible upstream is served by two connections of one
+provider (a pool) and Chat requests for `auto` are also sent, each a conversation of its
+own: the ladder, the pool's order and the session pin are on the path.
+
 With `--quiet`, the gateway writes no access line per request; by default it writes them
 to a file, as `rungway serve` does to its stderr.
 
-    python bench/overhead.py [--quick] [--budgets] [--translated] [--quiet]
+    python bench/overhead.py [--quick] [--budgets] [--translated] [--pool] [--quiet]
                              [--load wrk|aiohttp] [--json-out FILE]
 """
 
@@ -198,7 +202,9 @@ def _processes() -> Iterator[list[subprocess.Popen[bytes]]]:
                 process.kill()
 
 
-def _gateway_config(folder: Path, upstreams: dict[str, str], port: int, budgets: bool) -> Path:
+def _gateway_config(
+    folder: Path, upstreams: dict[str, str], port: int, budgets: bool, pool: bool = False
+) -> Path:
     connections = []
     for api in APIS:
         secret = folder / f"{api.name}.secret"
@@ -214,6 +220,9 @@ def _gateway_config(folder: Path, upstreams: dict[str, str], port: int, budgets:
                 "models": [model],
             }
         )
+    if pool:
+        # A second account of the OpenAI-compatible upstream: the two form one pool.
+        connections.append({**connections[0], "id": f"{connections[0]['id']}-2"})
     config: dict[str, Any] = {
         "server": {"host": "127.0.0.1", "port": port},
         "ledger": {"path": str(folder / "ledger.sqlite3")},
@@ -383,24 +392,37 @@ class Case:
     direct_headers: dict[str, str]
     gateway_url: str
     gateway_headers: dict[str, str]
+    gateway_body: bytes | None = None
+    """What the gateway is sent when it differs from the direct body (an `auto` model)."""
+
+    @property
+    def through_body(self) -> bytes:
+        """The body sent through the gateway."""
+        return self.body if self.gateway_body is None else self.gateway_body
 
 
 def _measure(case: Case, load: Load, load_tool: str, folder: Path) -> Row:
     """Direct before, through the gateway, direct after; the direct runs are averaged."""
 
-    def one(url: str, headers: dict[str, str]) -> Sample:
+    def one(url: str, body: bytes, headers: dict[str, str]) -> Sample:
         if load_tool == "wrk":
-            return _wrk(url, case.body, headers, load, folder)
-        return asyncio.run(_load(url, case.body, headers, load))
+            return _wrk(url, body, headers, load, folder)
+        return asyncio.run(_load(url, body, headers, load))
 
-    before = one(case.direct_url, case.direct_headers)
-    through = one(case.gateway_url, case.gateway_headers)
-    after = one(case.direct_url, case.direct_headers)
+    before = one(case.direct_url, case.body, case.direct_headers)
+    through = one(case.gateway_url, case.through_body, case.gateway_headers)
+    after = one(case.direct_url, case.body, case.direct_headers)
     return Row(case.name, load.stream, load.concurrency, _average(before, after), through)
 
 
 def _cases(
-    upstreams: dict[str, str], gateway_url: str, stream: bool, budgets: bool, translated: bool
+    upstreams: dict[str, str],
+    gateway_url: str,
+    stream: bool,
+    budgets: bool,
+    translated: bool,
+    *,
+    pool: bool = False,
 ) -> list[Case]:
     cases = []
     client_key = {"x-api-key": BENCH_CLIENT_KEY} if budgets else {}
@@ -434,11 +456,34 @@ def _cases(
                 {"content-type": "application/json", **messages.headers, **client_key},
             )
         )
+    if pool:
+        # The ladder over a pool of two connections; one conversation (its first message
+        # names the session when no client says one).
+        chat = APIS[0]
+        auto = json.loads(chat.body(stream, budgets))
+        auto["model"] = "auto"
+        cases.append(
+            Case(
+                "openai-chat auto pool",
+                chat.body(stream, budgets),
+                upstreams[chat.name] + chat.path,
+                {"content-type": "application/json", "authorization": f"Bearer {chat.token}"},
+                gateway_url + chat.path,
+                {"content-type": "application/json", **client_key},
+                json.dumps(auto).encode(),
+            )
+        )
     return cases
 
 
 def run(
-    quick: bool, load_tool: str, budgets: bool, translated: bool, quiet: bool = False
+    quick: bool,
+    load_tool: str,
+    budgets: bool,
+    translated: bool,
+    *,
+    quiet: bool = False,
+    pool: bool = False,
 ) -> dict[str, Any]:
     """Run every case and return the results."""
     totals = {1: 1500, 16: 6000, 64: 6000} if not quick else {1: 400, 16: 1500, 64: 1500}
@@ -448,7 +493,7 @@ def run(
         folder = Path(tmp)
         upstreams = _start_upstreams(running)
         gateway_port = _free_port()
-        config = _gateway_config(folder, upstreams, gateway_port, budgets)
+        config = _gateway_config(folder, upstreams, gateway_port, budgets, pool)
         gateway = _spawn(["serve", "--config", str(config), *(["--quiet"] if quiet else [])])
         running.append(gateway)
         gateway_url = f"http://127.0.0.1:{gateway_port}"
@@ -458,7 +503,7 @@ def run(
         with _RssSampler(gateway.pid) as sampler:
             by_name: dict[str, list[tuple[bool, Case]]] = {}
             for stream in (False, True):
-                for case in _cases(upstreams, gateway_url, stream, budgets, translated):
+                for case in _cases(upstreams, gateway_url, stream, budgets, translated, pool=pool):
                     by_name.setdefault(case.name, []).append((stream, case))
             for cases in by_name.values():
                 for stream, case in cases:
@@ -521,6 +566,11 @@ def main() -> None:
         help="also send Anthropic Messages requests that an OpenAI-compatible upstream serves",
     )
     parser.add_argument(
+        "--pool",
+        action="store_true",
+        help="two connections of one provider, and Chat requests for `auto` over them",
+    )
+    parser.add_argument(
         "--quiet",
         action="store_true",
         help="serve with --quiet: no access line per request (the default writes them)",
@@ -536,7 +586,9 @@ def main() -> None:
         "| added p50 / p99 µs | direct rps | gateway rps |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    results = run(args.quick, args.load, args.budgets, args.translated, args.quiet)
+    results = run(
+        args.quick, args.load, args.budgets, args.translated, quiet=args.quiet, pool=args.pool
+    )
     print(
         f"\ngateway RSS idle {results['idle_rss_mb']:.1f} MB, "
         f"loaded {results['loaded_rss_mb']:.1f} MB; cold start {results['cold_start_s']:.2f} s"
