@@ -1,5 +1,5 @@
-"""The admin API under `/admin/`: the ladder's live state, spend, recent requests, and the
-operator's actions; its OpenAPI schema is in `openapi.py`.
+"""The admin API under `/admin/`: the ladder's live state, the plans' accounts by pool,
+spend, recent requests, and the operator's actions; its OpenAPI schema is in `openapi.py`.
 
 It answers only an admin key (`admin.key` in the config), or, with no key configured, only
 clients on this machine's loopback. Every answer is JSON; an error is
@@ -29,6 +29,7 @@ from rungway.routing.snapshot import ConnectionState, QuotaWindow, Roster, Roste
 from rungway.server.asgi import Receive, Scope, Send, request_headers, send_reply
 from rungway.server.auth import ClientKeys
 from rungway.server.openapi import SCHEMA
+from rungway.server.pools import PinCounts, PoolsView
 from rungway.server.requests import (
     MAX_MATCHES,
     BadRequestsQuery,
@@ -74,6 +75,7 @@ class AdminApi:
         ladder: LadderSettings,
         client_keys: Iterable[ClientKeyConfig],
         rung_spend: RungSpendOf,
+        pins: PinCounts | None = None,
     ) -> None:
         self._roster = roster
         self._state = state
@@ -96,6 +98,12 @@ class AdminApi:
         }
         self._spend = SpendBook(
             ledger=ledger, ladder=ladder, client_keys=client_keys, rung_spend=rung_spend
+        )
+        self._pools = PoolsView(
+            roster=roster,
+            ledger=ledger,
+            burn=lambda: self._board.burn if self._board is not None else None,
+            pins=lambda: pins,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -129,6 +137,8 @@ class AdminApi:
                 return "POST", partial(self._act, action, connection_id)
             case ["spend"]:
                 return "GET", self._spend_report
+            case ["pools"]:
+                return "GET", self._pool_accounts
             case ["requests"]:
                 return "GET", self._recent_requests
             case ["requests", request_id]:
@@ -183,6 +193,10 @@ class AdminApi:
             await _error(send, 400, "invalid_request", str(error))
             return
         await _reply(send, 200, await self._spend.body(by, period, self._clock.now()))
+
+    async def _pool_accounts(self, send: Send, query_string: bytes) -> None:
+        now = self._clock.now()
+        await _reply(send, 200, await self._pools.body(self._state.connection_states(now), now))
 
     async def _request(self, request_id: str, send: Send, query_string: bytes) -> None:
         # Ledger reads touch the disk (and wait for queued rows): off the event loop.

@@ -11,6 +11,7 @@ from typing import Any, get_args
 from rungway.budget.period import Period
 from rungway.ledger.report import DIMENSIONS
 from rungway.pricing import Tier
+from rungway.quota.burn import Outlook
 from rungway.routing.autoid import Category, Ladder
 from rungway.routing.billing import BillingClass, Overage
 from rungway.routing.plan import SkipReason
@@ -281,6 +282,83 @@ _SCHEMAS: dict[str, Any] = {
         }
     ),
 }
+_OUTLOOK = {
+    **_enum([outlook.value for outlook in Outlook]),
+    "description": "`exhausted`: spent now; `runs_out`: spent before its reset at the current "
+    "rate; `not_before_reset`: it resets first; `unknown`: fewer than two readings.",
+}
+_SCHEMAS["PoolAccount"] = _object(
+    {
+        "id": _STRING,
+        "windows": {
+            "type": "array",
+            "items": _object(
+                {
+                    "name": _STRING,
+                    "model": _nullable("string"),
+                    "used_percent": _nullable("number"),
+                    "resets_at": _nullable("number"),
+                    "status": _enum([status.value for status in WindowStatus]),
+                    "burn_per_hour": {
+                        **_nullable("number"),
+                        "description": "Percent of the window used per hour over its recent "
+                        "readings; null with fewer than two.",
+                    },
+                    "outlook": _OUTLOOK,
+                    "outlook_at": {
+                        **_nullable("number"),
+                        "description": "When it runs out (`runs_out`) or resets (otherwise).",
+                    },
+                }
+            ),
+        },
+        "binding": {
+            "anyOf": [
+                _object(
+                    {
+                        "window": _STRING,
+                        "model": _nullable("string"),
+                        "outlook": _OUTLOOK,
+                        "at": _nullable("number"),
+                    }
+                ),
+                {"type": "null"},
+            ],
+            "description": "The window that stops the account first, and when.",
+        },
+        "pinned_sessions": {
+            **_nullable("integer"),
+            "description": "Sessions pinned to the account; null without session pins.",
+        },
+        "cache_hit_share": {
+            **_nullable("number"),
+            "description": "Share of its input tokens read from a prompt cache in `cache_period`.",
+        },
+        "cooldown_until": _nullable("number"),
+        "disabled": {"type": "boolean"},
+    }
+)
+_SCHEMAS["Pools"] = _object(
+    {
+        "now": _NUMBER,
+        "cache_period": _object(
+            {"period": _enum(list(get_args(Period))), "since": _NUMBER, "until": _NUMBER}
+        ),
+        "pinning": {"type": "boolean", "description": "Whether sessions are pinned at all."},
+        "pools": {
+            "type": "array",
+            "items": _object(
+                {
+                    "pool": _STRING,
+                    "provider": _STRING,
+                    "billing_entry": _STRING,
+                    "owner": _nullable("string"),
+                    "accounts": {"type": "array", "items": _ref("PoolAccount")},
+                }
+            ),
+        },
+    }
+)
 _SCHEMAS["RequestDetail"] = {
     **_SCHEMAS["RequestSummary"],
     "properties": {
@@ -372,6 +450,13 @@ SCHEMA: dict[str, Any] = {
         "/admin/connections/{connection_id}/enable": _action(
             "enableConnection", "Put a disabled connection back into the ladder.", _ref("Switched")
         ),
+        "/admin/pools": {
+            "get": {
+                "operationId": "listPools",
+                "summary": "The plans' accounts by pool: windows, burn rates, forecasts, pins.",
+                "responses": {"200": _json(_ref("Pools"), "The pools."), **_errors(503)},
+            }
+        },
         "/admin/spend": {
             "get": {
                 "operationId": "spend",
