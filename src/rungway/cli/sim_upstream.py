@@ -5,6 +5,10 @@ speak to it, its base URL by the config's rule (an OpenAI-shaped one with its ve
 `/v1`; an Anthropic one without; the Codex backend at `/backend-api/codex`; the Gemini API
 at `/v1beta` and Gemini Code Assist at `/v1internal`), and the
 credential it expects, read from an environment variable.
+
+A pool scenario (one with `pool:`, such as the built-in `claude-pool`) serves each of its
+accounts on its own port (`--port P` gives them P, P+1, ...; 0 a free port each) and
+prints a connection for each, every account with its own credential and staggered windows.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import typer
 import uvloop
 import yaml
 
+from rungway.clock import FakeClock
 from rungway.sim import (
     Scenario,
     SimUpstream,
@@ -27,6 +32,7 @@ from rungway.sim import (
     load_scenario,
 )
 from rungway.sim.canned import record_answer, serve_canned
+from rungway.sim.pool import SimPool
 
 
 def _resolve(scenario: Path) -> Path:
@@ -66,6 +72,9 @@ def sim_upstream(
     if canned:
         _serve_canned(loaded, host, port)
         return
+    if loaded.pool is not None:
+        _serve_pool(SimPool(loaded), host, port)
+        return
     sim = SimUpstream(loaded)
 
     def announce(url: str) -> None:
@@ -81,14 +90,51 @@ def sim_upstream(
                 f"credential it expects: {token} (export {credential_variable(loaded)}={token})"
             )
         typer.echo("a connection for the config's `connections:` list:")
-        text = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None)
-        typer.echo("".join(f"  {line}" for line in text.splitlines(keepends=True)), nl=False)
+        _echo_entries([entry])
 
     try:
         sim.serve(host=host, port=port, on_ready=announce)
     except KeyboardInterrupt:
         # uvicorn re-raises the Ctrl-C it handled once it has shut down cleanly.
         typer.echo("sim upstream stopped")
+
+
+def _echo_entries(entries: list[dict[str, Any]]) -> None:
+    text = yaml.safe_dump(entries, sort_keys=False, default_flow_style=None)
+    typer.echo("".join(f"  {line}" for line in text.splitlines(keepends=True)), nl=False)
+
+
+def _serve_pool(pool: SimPool, host: str, port: int) -> None:
+    def announce(urls: list[str]) -> None:
+        scenario = pool.scenario
+        fake = isinstance(pool.clock, FakeClock)
+        clock = "fake clock (POST /_sim/clock on any account)" if fake else "real clock"
+        typer.echo(
+            f"sim pool {scenario.name!r}: {len(pool)} accounts ({scenario.api} API, {clock})"
+        )
+        for account, url in zip(pool.accounts, urls, strict=True):
+            state = account.state()
+            resets = ", ".join(
+                f"{window.name} resets in {window.reset_at - state.now:.0f} s"
+                for window in state.windows
+            )
+            typer.echo(f"  {account.scenario.name} at {url}" + (f" ({resets})" if resets else ""))
+        typer.echo(
+            "control API on each account: /_sim/state, /_sim/faults, /_sim/clock, /_sim/reset"
+        )
+        for account in pool.accounts:
+            token = account.scenario.auth.token
+            typer.echo(
+                f"credential {account.scenario.name} expects: {token}"
+                f" (export {credential_variable(account.scenario)}={token})"
+            )
+        typer.echo("a connection per account for the config's `connections:` list:")
+        _echo_entries([connection_entry(account.scenario, account.url) for account in pool])
+
+    try:
+        pool.serve(host=host, port=port, on_ready=announce)
+    except KeyboardInterrupt:
+        typer.echo("sim pool stopped")
 
 
 def _serve_canned(scenario: Scenario, host: str, port: int) -> None:

@@ -1,7 +1,7 @@
 """The provider accounts a scenario can stand for, beyond its windows: a ChatGPT plan's
 credits (Codex), a Claude plan's extra usage, a Copilot seat, an OpenRouter key's credit
-limit and a Gemini Code Assist login. Section numbers such as A4.3 are those of
-docs/provider-signals.md.
+limit, a Gemini Code Assist login, and a pool of accounts of one plan. Section numbers
+such as A4.3 are those of docs/provider-signals.md.
 """
 
 from __future__ import annotations
@@ -96,3 +96,23 @@ class CodeAssistSpec(_Frozen):
 
     project: str = Field(default="sim-project-123456", min_length=1)
     tier: Literal["free-tier", "legacy-tier", "standard-tier"] = "free-tier"
+
+
+class PoolSpec(_Frozen):
+    """Several accounts of one plan, each bought at a different time (see `Scenario.pool`).
+
+    Account `i` (1-based) gets its own credential, the scenario's token with `-i` appended,
+    and its own windows, whose current instances began `(i - 1) * stagger_s` before the
+    sim started (modulo each window's length), so their resets are staggered. Without
+    `stagger_s` each window's resets are spread evenly over its length: `length_s /
+    accounts` apart.
+    """
+
+    accounts: int = Field(ge=2, le=64)
+    stagger_s: float | None = Field(default=None, gt=0)
+
+    def started_ago_s(self, account: int, length_s: float) -> float:
+        """How long before the start the window of `length_s` of account `account` (1-based)
+        began its current instance."""
+        step = length_s / self.accounts if self.stagger_s is None else self.stagger_s
+        return ((account - 1) * step) % length_s

@@ -3,7 +3,10 @@
 A scenario names the wire API served, the credential accepted, the models offered, the
 quota windows and which header family reports them, the provider's usage endpoint (and
 its provider-specific settings), the shape of generated replies (including the tools the
-simulated model calls) and the faults queued at start. Section numbers such as A4.3 are
+simulated model calls) and the faults queued at start. With `pool` it stands for several
+accounts of one plan, bought at different times: each its own credential and windows,
+their resets staggered (`sim/pool.py` serves them; the built-in `claude-pool` is three
+Claude plan accounts). Section numbers such as A4.3 are
 those of docs/provider-signals.md.
 """
 
@@ -25,6 +28,7 @@ from rungway.sim.account_specs import (
     CreditReset,
     CreditsSpec,
     ExtraUsageSpec,
+    PoolSpec,
 )
 from rungway.sim.antigravity_spec import AntigravitySpec
 from rungway.sim.faults import Fault
@@ -45,6 +49,7 @@ __all__ = [
     "CreditsSpec",
     "ExtraUsageSpec",
     "ModelSpec",
+    "PoolSpec",
     "QuotaHeaderFamily",
     "ResponseSpec",
     "Scenario",
@@ -139,6 +144,10 @@ class WindowSpec(_Frozen):
     capacity: int = Field(gt=0)
     length_s: float = Field(gt=0)
     first_reset_at: float | None = None
+    started_ago_s: float = Field(default=0.0, ge=0)
+    """How long before the sim started (or was reset) the window's current instance began:
+    its first reset comes `length_s - started_ago_s` after. A pool staggers its accounts'
+    windows with it."""
     model: str | None = None
     reset_zone: str | None = None
     """An IANA time zone: the window resets at each midnight there instead of every
@@ -146,6 +155,12 @@ class WindowSpec(_Frozen):
 
     @model_validator(mode="after")
     def _zone_is_known(self) -> Self:
+        if self.started_ago_s and (self.reset_zone is not None or self.first_reset_at is not None):
+            raise ValueError(
+                "started_ago_s places the first reset: not with reset_zone or first_reset_at"
+            )
+        if self.started_ago_s >= self.length_s:
+            raise ValueError("started_ago_s must be less than length_s")
         if self.reset_zone is not None:
             try:
                 ZoneInfo(self.reset_zone)
@@ -197,6 +212,9 @@ class Scenario(_Frozen):
     """A MiniMax Token Plan's title and `remains` shape (`api: minimax` only)."""
     antigravity: AntigravitySpec | None = None
     """An Antigravity login's project, tier and credits (`api: antigravity` only)."""
+    pool: PoolSpec | None = None
+    """Several accounts of this plan, each with its own credential and staggered windows,
+    served side by side by `sim.pool.SimPool` (`rungway sim-upstream` serves them all)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -252,6 +270,8 @@ class Scenario(_Frozen):
             raise ValueError("codex settings need quota_headers or usage_endpoint codex")
         if self.copilot is not None and self.usage_endpoint != "copilot":
             raise ValueError("copilot settings need usage_endpoint: copilot")
+        if self.pool is not None and self.auth.kind == "none":
+            raise ValueError("a pool's accounts need a credential each: give auth a token")
         if self.oauth is not None and self.auth.kind != "bearer":
             raise ValueError("oauth needs auth kind bearer: it issues bearer tokens")
         if self.credits is not None and self.usage_endpoint != "openrouter":

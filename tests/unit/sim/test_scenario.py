@@ -27,6 +27,7 @@ def test_the_builtin_scenarios_ship_and_load() -> None:
         "antigravity",
         "cheap-openai",
         "claude-plan",
+        "claude-pool",
         "codex-plan",
         "copilot-seat",
         "gemini-api",

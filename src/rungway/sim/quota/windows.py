@@ -1,15 +1,17 @@
 """Quota windows of a simulated upstream, and the rate-limit headers that report them.
 
-Windows reset at fixed instants read from the injected Clock: once "now" passes a
-window's reset its usage drops to 0 and the next reset is one length later (skipping
-whole lengths if the clock jumped); a window with a `reset_zone` resets at each midnight
-in that zone instead (Gemini's daily quotas). A request is admitted unless a window that applies
-to its model is already at or over capacity; admission charges every applicable window
-with the request's full, deterministic usage (real providers likewise charge an
-estimate when the request starts). A "soft" window never refuses: it keeps counting past
-its capacity, as a Copilot seat with overage permitted does (docs/provider-signals.md A5.3),
-and a Claude plan with extra usage or a ChatGPT plan with credits (A2.3, A4.3); a request
-admitted on a soft window that was already spent is overage, billed past the plan.
+Windows reset at fixed instants read from the injected Clock: the first one length after
+the start, or sooner for a window that began `started_ago_s` before it (a pool's
+accounts are staggered so); once "now" passes a window's reset its usage drops to 0 and
+the next reset is one length later (skipping whole lengths if the clock jumped); a
+window with a `reset_zone` resets at each midnight in that zone instead (Gemini's daily
+quotas). A request is admitted unless a window that applies to its model is already at
+or over capacity; admission charges every applicable window with the request's full,
+deterministic usage (real providers likewise charge an estimate when the request
+starts). A "soft" window never refuses: it keeps counting past its capacity, as a
+Copilot seat with overage permitted does (docs/provider-signals.md A5.3), and a Claude
+plan with extra usage or a ChatGPT plan with credits (A2.3, A4.3); a request admitted on
+a soft window that was already spent is overage, billed past the plan.
 
 Header formats follow docs/provider-signals.md: the Claude-plan "unified" family (A2.3,
 epoch-second resets, fractional utilization), the Anthropic API-key family (A1, RFC 3339
@@ -111,7 +113,10 @@ def next_midnight(now: float, zone: str) -> float:
 def _first_reset(spec: WindowSpec, now: float) -> float:
     if spec.reset_zone is not None:
         return next_midnight(now, spec.reset_zone)
-    return now + spec.length_s if spec.first_reset_at is None else spec.first_reset_at
+    if spec.first_reset_at is not None:
+        return spec.first_reset_at
+    # A window that began before the sim did (an account of a staggered pool) resets sooner.
+    return now + spec.length_s - spec.started_ago_s
 
 
 @dataclass(slots=True)
