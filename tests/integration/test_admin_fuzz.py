@@ -68,6 +68,7 @@ def test_real_answers_of_every_admin_endpoint_match_the_schema(gateway: RunningG
 
     assert call("GET", "/admin/connections").status_code == 200
     assert call("GET", "/admin/spend", by="model", period="day").status_code == 200
+    assert call("GET", "/admin/pools").status_code == 200
     assert call("GET", "/admin/spend", by="nothing").status_code == 400
     listed = call("GET", "/admin/requests", limit="5")
     assert len(listed.json()["requests"]) == 2

@@ -3,8 +3,9 @@
 One table: the five rungs in escalation order, each with the connections that serve a
 model on it, their quota windows (used share and a countdown to the reset), cooldown,
 breaker, whether an operator disabled them, and which clients a plan serves (its terms,
-or the operator's `clients: any`). Under it, a line for each shared store
-(Redis, PostgreSQL) the gateway uses: up, or degraded and why.
+or the operator's `clients: any`). Under it, the plans' accounts grouped by pool, with
+their burn rates, forecasts, pinned sessions and cache hits (`pool_table.py`), and a line
+for each shared store (Redis, PostgreSQL) the gateway uses: up, or degraded and why.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rungway.cli.admin_client import ConfigOption, KeyEnvOption, UrlOption, admin_call
+from rungway.cli.admin_client import (
+    ConfigOption,
+    KeyEnvOption,
+    UrlOption,
+    admin_call,
+    admin_request,
+)
+from rungway.cli.pool_table import pools_table
 from rungway.cli.times import STALE, countdown
 from rungway.routing.rungs import Rung
 
@@ -38,9 +46,14 @@ def status(
     with err.status("asking the gateway for its ladder ..."):
         payload = admin_call("GET", "/admin/connections", config, url, admin_key_env)
         health = admin_call("GET", "/healthz", config, url, admin_key_env)
+        # A gateway from before pools answers 404: its status is the ladder alone.
+        pooled, pools = admin_request("GET", "/admin/pools", config, url, admin_key_env)
     # Count down on the gateway's clock, so a countdown means the same thing there and here.
     now = payload.get("now") or time.time()
     out.print(ladder_table(payload["connections"], now))
+    accounts = pools_table(pools, now) if pooled == 200 else None
+    if accounts is not None:
+        out.print(accounts)
     for store in health.get("stores", ()):
         shown = "[green]up[/]" if store["up"] else "[bold red]degraded[/]"
         out.print(f"{escape(store['store'])}: {shown}: {escape(store['detail'])}", highlight=False)
