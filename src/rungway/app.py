@@ -24,6 +24,7 @@ from rungway.credentials.sources import login_sources
 from rungway.dashboard.pages import DashboardPages
 from rungway.egress import BadProxy
 from rungway.engine.dispatch import Engine
+from rungway.engine.pins import MemoryPins, PinStore
 from rungway.engine.planning import LadderInputs, Planner
 from rungway.engine.record import Recorder
 from rungway.engine.state import NoTelemetry, QuotaObserver, QuotaVerifier, StateSource
@@ -34,6 +35,7 @@ from rungway.metrics.collector import StateCollector
 from rungway.metrics.endpoint import MetricsEndpoint
 from rungway.metrics.recorder import MetricsRecorder
 from rungway.metrics.registry import GatewayMetrics
+from rungway.metrics.sessions import SessionCollector
 from rungway.models.capabilities import model_capabilities
 from rungway.pricing import PriceBook, classify_tier
 from rungway.pricing.prices import listed_context_window
@@ -59,6 +61,7 @@ from rungway.transport.token_client import token_sender
 if TYPE_CHECKING:
     # Imported where a cluster is configured: redis and asyncpg cost ~70 ms of every start.
     from rungway.cluster.link import RedisLink
+    from rungway.cluster.pins import RedisPins
     from rungway.cluster.polls import RedisPollClaim
     from rungway.cluster.rate import RedisRateWindows
     from rungway.cluster.state import RedisStateStore
@@ -79,6 +82,8 @@ class Gateway:
     """The cluster's shared Redis (None for a lone gateway with the embedded store)."""
     postgres: PostgresLedger | None = None
     """The cluster's ledger, which `ledger`'s rows drain into (None without `ledger.postgres`)."""
+    pins: PinStore | None = None
+    """Where sessions are pinned to accounts (None when `ladder.session_affinity` is off)."""
 
 
 def build_gateway(
@@ -159,9 +164,11 @@ def build_gateway(
         state, observer, verifier = quota.board, quota.board, quota.poller
     else:
         observer = verifier = NoTelemetry()
-    board = quota.board if quota is not None else None
-    poller = quota.poller if quota is not None else None
+    board, poller = (quota.board, quota.poller) if quota is not None else (None, None)
     budget = stores.budget
+    # Counters follow each row on its way to the ledger; gauges read the board when scraped.
+    metrics = GatewayMetrics()
+    pins, shared_pins = _session_pins(settings, link, metrics, clock, roster)
     planner = Planner(
         table=table,
         ladder=LadderInputs(
@@ -171,12 +178,11 @@ def build_gateway(
             state=state,
             budget=budget,
             verifier=verifier,
+            pins=pins,
         ),
         connections=connections,
         adapter_for=lambda provider: provider_entry(provider).adapter,
     )
-    # Counters follow each row on its way to the ledger; gauges read the board when scraped.
-    metrics = GatewayMetrics()
     metrics.registry.register(
         StateCollector(
             connection_ids=roster.connections,
@@ -198,6 +204,7 @@ def build_gateway(
         clock=clock,
         codec_for=codec_for,
         prices=PriceBook(settings.prices),
+        pins=pins,
     )
     keys = ClientKeys({key.name: secrets[f"client:{key.name}"] for key in settings.client_keys})
 
@@ -218,7 +225,7 @@ def build_gateway(
             task.cancel()
         await client.close()
         # What the shared store has not written yet goes before the link closes.
-        await _stop_sharing(quota)
+        await _stop_sharing(quota, shared_pins)
         await stores.stop()
         if quota is not None:
             quota.kept.close()
@@ -258,7 +265,7 @@ def build_gateway(
         health=stores.health,
         stopped_writer=store.stopped_writer,
     )
-    return Gateway(app, store, board, roster, link, stores.postgres)
+    return Gateway(app, store, board, roster, link, stores.postgres, pins)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +314,27 @@ def _live_quota(
     return _LiveQuota(board, poller, kept, shared)
 
 
+def _session_pins(
+    settings: Settings,
+    link: RedisLink | None,
+    metrics: GatewayMetrics,
+    clock: Clock,
+    roster: Roster,
+) -> tuple[PinStore | None, RedisPins | None]:
+    """The session pins (none without affinity), shared through Redis when a cluster has
+    one, with their gauges in `metrics`; and the shared store, to stop at shutdown."""
+    if not settings.ladder.session_affinity:
+        return None, None
+    pins: PinStore = MemoryPins(settings.ladder.session_ttl_s)
+    shared: RedisPins | None = None
+    if link is not None:
+        from rungway.cluster.pins import RedisPins  # noqa: PLC0415 - only with a cluster
+
+        pins = shared = RedisPins(link, MemoryPins(settings.ladder.session_ttl_s))
+    metrics.registry.register(SessionCollector(pins, clock, roster.connections))
+    return pins, shared
+
+
 def _shared_rate(link: RedisLink | None) -> RedisRateWindows | None:
     """The request rate windows every process of the cluster shares (none for a lone gateway)."""
     if link is None:
@@ -316,9 +344,11 @@ def _shared_rate(link: RedisLink | None) -> RedisRateWindows | None:
     return RedisRateWindows(link)
 
 
-async def _stop_sharing(quota: _LiveQuota | None) -> None:
+async def _stop_sharing(quota: _LiveQuota | None, pins: RedisPins | None) -> None:
     if quota is not None and quota.shared is not None:
         await quota.shared.stop()
+    if pins is not None:
+        await pins.stop()
 
 
 def builtin_catalog() -> list[CatalogEntry]:

@@ -30,6 +30,7 @@ from rungway.engine.answers import AnswerReader
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.giving_up import every_attempt_failed
 from rungway.engine.masking import masked
+from rungway.engine.pins import PinStore
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Recorder, refusal_record
 from rungway.engine.relay import StreamRelay
@@ -45,6 +46,7 @@ from rungway.engine.transport import (
     UpstreamUnreachable,
 )
 from rungway.pricing import PriceBook
+from rungway.protocol.api import Api
 from rungway.protocol.errors import ERROR_BODIES, STREAM_ERROR_EVENTS
 from rungway.protocol.failures import Failure, FailureClass
 from rungway.protocol.usage import ReportedUsage, without_bad_counts
@@ -66,6 +68,7 @@ class Engine:
         clock: Clock,
         codec_for: CodecFor,
         prices: PriceBook | None = None,
+        pins: PinStore | None = None,
     ) -> None:
         self._transport = transport
         self._timeouts = timeouts
@@ -73,7 +76,7 @@ class Engine:
         self._recorder = recorder
         self._quota = quota
         self._answers = AnswerReader(quota)
-        self._books = Books(Spending(budget, prices), recorder, quota, clock)
+        self._books = Books(Spending(budget, prices), recorder, quota, clock, pins)
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -281,6 +284,10 @@ class Engine:
         body = _readable(trail.usage, parsed, body, translated=translation is not None)
         trail.ttfb = time.perf_counter()
         self._quota.succeeded(connection.id)
+        # A Responses reply's id chains the next turn to this one; a translated reply's id
+        # is the translation's, which no upstream stores.
+        chained = call.api is Api.OPENAI_RESPONSES and translation is None
+        trail.served(route, parsed.get("id") if chained else None)
         trail.record(route, "ok", response.status)
         # Upstream rate-limit headers describe the gateway's account, not the client's, and
         # would mislead a client the gateway is about to carry past that limit: not passed.
@@ -312,6 +319,7 @@ class Engine:
         if failure is not None:
             return failure
         self._quota.succeeded(route.connection.id)
+        trail.served(route)
         return StreamReply(trail.stream_headers(route), relay.body(trail))
 
     async def _read(

@@ -17,8 +17,10 @@ import orjson
 from rungway.adapters.base import Adapter, Connection
 from rungway.clock import Clock
 from rungway.engine.call import Call, Refusal
+from rungway.engine.pins import PinStore
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
 from rungway.protocol.clients import recognise_client
+from rungway.protocol.sessions import session_key, short_session
 from rungway.routing.autoid import BadAutoId, Ladder
 from rungway.routing.billing import BillingClass
 from rungway.routing.gates import price_verdict
@@ -58,6 +60,9 @@ class Plan:
     refusal: Refusal | None = None
     """Why a well-formed request goes nowhere (the ladder left nothing, every connection
     rests): no route is tried, and the refusal is recorded with this plan."""
+    session: str | None = None
+    """The request's session key when session affinity keeps it (`protocol.sessions`): the
+    engine pins it to the connection that serves it."""
 
     @classmethod
     def of(
@@ -67,10 +72,13 @@ class Plan:
         route_plan: RoutePlan,
         *,
         refusal: Refusal | None = None,
+        session: str | None = None,
     ) -> Plan:
-        """A plan with its encoded route plan."""
-        encoded = orjson.dumps(route_plan.to_json())
-        return cls(resolution, routes, route_plan, encoded, refusal)
+        """A plan with its encoded route plan (and its session's short hash, never the key)."""
+        data = route_plan.to_json()
+        if session is not None:
+            data["session"] = short_session(session)
+        return cls(resolution, routes, route_plan, orjson.dumps(data), refusal, session)
 
 
 _NAMED_PLANS_KEPT = 4096
@@ -89,6 +97,8 @@ class LadderInputs:
     state: StateSource
     budget: Budget
     verifier: QuotaVerifier
+    pins: PinStore | None = None
+    """Where sessions' pins are kept; None when `settings.session_affinity` is off."""
 
 
 class Planner:
@@ -156,7 +166,8 @@ class Planner:
                         if not states.get(c, _ENABLED).disabled
                     ]
                 )
-            return self._ladder_plan(call, resolution, client)
+            session, pinned = await self._session(call)
+            return self._ladder_plan(call, resolution, client, session, pinned)
         named = self._named_plan(resolution)
         if resolution.exact:
             # A name a glob alias matched is one of endlessly many a client can make up:
@@ -205,8 +216,29 @@ class Planner:
         routes = [route for route in named.routes if route.connection.id in kept]
         return Plan.of(named.resolution, routes, gated)
 
+    async def _session(self, call: Call) -> tuple[str | None, str | None]:
+        """The request's session key and the connection it is pinned to (None, None
+        without session affinity): a pin this process knows is one lookup, and the shared
+        store is asked only for a session this process has not seen."""
+        pins = self._ladder.pins
+        if pins is None:
+            return None, None
+        key = session_key(call.api, call.headers, call.body, call.raw_body)
+        if key is None:
+            return None, None
+        now = self._ladder.clock.now()
+        pinned = pins.pinned(key, now)
+        if pinned is None and pins.shared:
+            pinned = await pins.recall(key, now)
+        return key, pinned
+
     def _ladder_plan(
-        self, call: Call, resolution: Resolution, client: RequestClient | None
+        self,
+        call: Call,
+        resolution: Resolution,
+        client: RequestClient | None,
+        session: str | None = None,
+        pinned: str | None = None,
     ) -> Plan | Refusal:
         spec = resolution.auto
         assert spec is not None
@@ -216,7 +248,9 @@ class Planner:
             ladder.roster, ladder.state.connection_states(now), ladder.budget.rung_spend(now)
         )
         needs = request_needs(call.api, call.body, call.raw_body)
-        request = RouteRequest(resolution.requested, spec, call.api.value, needs, client)
+        request = RouteRequest(
+            resolution.requested, spec, call.api.value, needs, client, pinned=pinned
+        )
         route_plan = plan_route(request, ladder.settings, snapshot, now)
         routes = [
             self._route(Target(connection_id, candidate.model), candidate.rung)
@@ -224,9 +258,9 @@ class Planner:
             for connection_id in candidate.connection_ids
         ]
         if routes:
-            return Plan.of(resolution, routes, route_plan)
+            return Plan.of(resolution, routes, route_plan, session=session)
         refusal = _empty_pool(route_plan, spec.ladder, spec.id, now)
-        return Plan.of(resolution, [], route_plan, refusal=refusal)
+        return Plan.of(resolution, [], route_plan, refusal=refusal, session=session)
 
     def _route(self, target: Target, rung: Rung | None) -> Route:
         connection = self._connections[target.connection_id]

@@ -18,11 +18,13 @@ from rungway.budget import BudgetUnavailable, Reservation, Shortfall
 from rungway.clock import Clock
 from rungway.engine.call import Call, Refusal
 from rungway.engine.masking import masked
+from rungway.engine.pins import PinStore
 from rungway.engine.planning import Plan, Route
 from rungway.engine.record import Attempt, Recorder, RequestRecord
 from rungway.engine.spending import NO_COST, Spending
 from rungway.engine.state import QuotaObserver
 from rungway.protocol.failures import Failure
+from rungway.protocol.sessions import response_key
 from rungway.protocol.usage import INVALID_USAGE, ReportedUsage
 
 log = logging.getLogger("rungway.engine")
@@ -36,6 +38,8 @@ class Books:
     recorder: Recorder
     quota: QuotaObserver
     clock: Clock
+    pins: PinStore | None = None
+    """Where sessions are pinned to the connection that served them (None: no affinity)."""
 
 
 class Trail:
@@ -107,6 +111,21 @@ class Trail:
         self.reservation, self.in_flight, self._route = hold, True, route
         self._sent = (sent, sent_bytes)
         return None
+
+    def served(self, route: Route, response_id: object = None) -> None:
+        """Pin the request's session to the connection that served it (a move when it was
+        pinned elsewhere); a Responses reply's `response_id` is pinned too, for the turn
+        that names it as its `previous_response_id`."""
+        pins, session = self._books.pins, self.plan.session
+        if pins is None or session is None:
+            return
+        now = self._books.clock.now()
+        connection_id = route.connection.id
+        pins.pin(session, connection_id, now)
+        if response_id is not None:
+            chained = response_key(response_id)
+            if chained is not None:
+                pins.pin(chained, connection_id, now)
 
     def release(self) -> None:
         """The current attempt cost nothing: let its hold go."""
