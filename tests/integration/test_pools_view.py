@@ -220,3 +220,33 @@ def test_a_gateway_without_plans_answers_no_pools(start_gateway: StartGateway) -
     response = httpx.get(f"{gateway.url}/admin/pools")
     assert response.status_code == 200
     assert response.json()["pools"] == []
+
+
+def test_each_account_counts_the_sessions_pinned_to_it_until_their_pins_expire(
+    pool: Pool,
+) -> None:
+    served: dict[str, str] = {}
+    for session in ("one", "two", "three", "one", "two"):
+        headers = {**CLAUDE_CODE_HEADERS, "x-claude-code-session-id": f"session-{session}"}
+        with anthropic.Anthropic(
+            base_url=pool.url, api_key="unused", max_retries=0, default_headers=headers
+        ) as client:
+            raw = client.messages.with_raw_response.create(
+                model="auto/subscription", max_tokens=32, messages=HELLO
+            )
+        account = raw.headers["x-rungway-connection"]
+        assert served.setdefault(session, account) == account, "a session stays on its account"
+    body = pool.pools()
+    assert body["pinning"] is True
+    pinned = {account: entry["pinned_sessions"] for account, entry in _accounts(body).items()}
+    assert pinned == {
+        account: sum(1 for held in served.values() if held == account)
+        for account in ("plan-a", "plan-b")
+    }
+    assert sum(pinned.values()) == 3
+    # Past the pins' TTL (an hour by default) no session holds an account any more.
+    pool.clock.advance(3601)
+    after = {
+        account: entry["pinned_sessions"] for account, entry in _accounts(pool.pools()).items()
+    }
+    assert after == {"plan-a": 0, "plan-b": 0}

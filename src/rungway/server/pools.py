@@ -26,8 +26,8 @@ CACHE_PERIOD: Period = "day"
 class PinCounts(Protocol):
     """Where the sessions pinned to each connection are counted."""
 
-    def pinned_counts(self) -> dict[str, int]:
-        """The number of live session pins per connection id."""
+    def pinned_counts(self, now: float | None = None) -> dict[str, int]:
+        """How many sessions each connection holds; with `now`, only pins still live."""
         ...
 
 
@@ -89,7 +89,7 @@ class PoolsView:
             report = await asyncio.to_thread(self._ledger.spend_report, since, until, "connection")
             shares = {row.group: _cache_share(row) for row in report.rows}
         pins = self._pins()
-        pinned = pins.pinned_counts() if pins is not None else None
+        pinned = pins.pinned_counts(now) if pins is not None else None
         book = self._burn()
         return {
             "now": now,

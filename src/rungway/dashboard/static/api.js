@@ -47,7 +47,7 @@ export class AdminClient {
     throw new AdminError(401, "the admin key was refused");
   }
 
-  // One prompt at a time: the three polls that meet a 401 together share it.
+  // One prompt at a time: the polls that meet a 401 together share it.
   promptForKey(wasRefused) {
     if (this.asking === null) {
       if (wasRefused) this.forgetKey();

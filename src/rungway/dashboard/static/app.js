@@ -4,6 +4,7 @@ import { AdminClient, AdminError } from "./api.js";
 import { renderChart } from "./chart.js";
 import { el, isoTime, tickCountdowns } from "./format.js";
 import { renderLadder } from "./ladder.js";
+import { renderPools } from "./pools.js";
 import { renderPlan, renderRequests } from "./requests.js";
 import { renderSpend } from "./spend.js";
 
@@ -55,8 +56,9 @@ function changed(part, data) {
 }
 
 async function poll() {
-  const [connections, spend, requests] = await Promise.allSettled([
+  const [connections, pools, spend, requests] = await Promise.allSettled([
     admin.get("/admin/connections"),
+    admin.get("/admin/pools"),
     admin.get("/admin/spend?by=rung&period=month"),
     admin.get(`/admin/requests?limit=${REQUEST_LIMIT}`),
   ]);
@@ -67,6 +69,9 @@ async function poll() {
       renderLadder($("ladder"), connections.value.connections, serverNow());
     }
   } else problems.push(connections.reason);
+  if (pools.status === "fulfilled") {
+    if (changed("pools", pools.value.pools)) renderPools($("pools"), pools.value);
+  } else problems.push(pools.reason);
   if (spend.status === "fulfilled") {
     if (changed("spend", spend.value)) {
       renderSpend($("spend-totals"), $("budgets"), $("spend-period"), spend.value);
