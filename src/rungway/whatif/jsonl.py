@@ -15,7 +15,9 @@ Each non-blank line is one JSON object whose keys are `TraceRequest`'s field nam
   input excludes cache reads and writes; output includes reasoning.
 - optional: `cache_read_tokens`, `cache_write_tokens`, `reasoning_tokens` (whole numbers
   up to a billion, default 0), `stream` (true or false, default false), `client_key` (a
-  string or null, the client key's id, default null).
+  string or null, the client key's id, default null), `session` (a string or null, the
+  conversation the request belongs to, which session affinity and the prompt cache follow;
+  default null).
 
 A key the format does not know is an error, as is a missing required one or a value of the
 wrong type; every error names the line and the field. Blank lines are skipped. Requests out
@@ -48,7 +50,7 @@ _COUNTS: Final = (
     "cache_write_tokens",
     "reasoning_tokens",
 )
-_FIELDS: Final = frozenset({*_REQUIRED, *_COUNTS, "stream", "client_key"})
+_FIELDS: Final = frozenset({*_REQUIRED, *_COUNTS, "stream", "client_key", "session"})
 
 
 def read_jsonl(path: Path) -> Trace:
@@ -92,6 +94,8 @@ def _object(request: TraceRequest) -> dict[str, Any]:
         fields["stream"] = True
     if request.client_key is not None:
         fields["client_key"] = request.client_key
+    if request.session is not None:
+        fields["session"] = request.session
     return fields
 
 
@@ -120,6 +124,7 @@ def _request(line: bytes, number: int) -> TraceRequest:
             reasoning_tokens=fields.get("reasoning_tokens", 0),
             stream=fields.get("stream", False),
             client_key=fields.get("client_key"),
+            session=fields.get("session"),
         )
     except TraceError as error:
         # The request's own checks (an unknown api, reasoning beyond output) name the
@@ -159,11 +164,12 @@ def _check(fields: dict[str, Any], number: int) -> None:
     stream = fields.get("stream", False)
     if not isinstance(stream, bool):
         raise TraceError(f"{number}: field 'stream' must be true or false, not {_shown(stream)}")
-    client_key = fields.get("client_key")
-    if client_key is not None and not isinstance(client_key, str):
-        raise TraceError(
-            f"{number}: field 'client_key' must be a string or null, not {_shown(client_key)}"
-        )
+    for name in ("client_key", "session"):
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            raise TraceError(
+                f"{number}: field {name!r} must be a string or null, not {_shown(value)}"
+            )
 
 
 def _shown(value: object) -> str:

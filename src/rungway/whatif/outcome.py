@@ -70,6 +70,11 @@ class PolicyRun:
     """The trace's arrival times by index, so metrics need only the run; may be empty."""
     bound_usd: float | None = field(default=None, compare=False)
     """A proven lower bound on paid spend, when the policy has one (the oracle's LP optimum)."""
+    cache: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+    """Per placement, the cache-read tokens it was served with and all its input tokens
+    (input, cache reads and writes), when the replay kept a prompt cache; may be empty."""
+    waits: tuple[float, ...] = field(default=(), compare=False)
+    """The seconds each request held for a plan's reset waited (`ladder.max_wait_s`)."""
 
     def __post_init__(self) -> None:
         for position, placement in enumerate(self.placements):
@@ -79,6 +84,8 @@ class PolicyRun:
                 )
         if self.times and len(self.times) != len(self.placements):
             raise ValueError("times must give one arrival per placement")
+        if self.cache and len(self.cache) != len(self.placements):
+            raise ValueError("cache must give one pair of counts per placement")
 
 
 @dataclass(frozen=True)

@@ -192,32 +192,41 @@ class ReplayGateway:
         now = request.at
         if now > self.clock.now():
             self.clock.set(now)
-        call = self._call(request)
-        plan = run_now(self.planner.plan(call))
+        plan = self.plan(request)
         if isinstance(plan, Refusal):
             return Placement(index, None, None, 0.0, 0.0, refusal=plan.code)
-        return self._walk(index, request, call, plan, now)
+        return self.walk(index, request, plan.routes, plan, now)
 
-    def _walk(
-        self, index: int, request: TraceRequest, call: Call, plan: Plan, now: float
+    def plan(self, request: TraceRequest) -> Plan | Refusal:
+        """The served planner's plan for `request` at the clock's reading."""
+        return run_now(self.planner.plan(self._call(request)))
+
+    def as_served(self, request: TraceRequest, route: Route, now: float) -> TraceRequest:
+        """`request`'s tokens if `route` serves it (as recorded; a pool replay's prompt
+        cache changes them)."""
+        return request
+
+    def note_served(self, request: TraceRequest, route: Route, now: float) -> None:
+        """`route` served `request` (nothing to note here; a pool replay notes its cache)."""
+
+    def walk(
+        self, index: int, request: TraceRequest, routes: list[Route], plan: Plan, now: float
     ) -> Placement:
-        usage = ReportedUsage(
-            request.input_tokens,
-            request.output_tokens,
-            request.cache_read_tokens,
-            request.cache_write_tokens,
-            request.reasoning_tokens,
-        )
+        """Try `routes` in order, as the engine does; the first that serves places `request`."""
+        recorded = request
+        usage = _usage(request)
         first_list: float | None = None
         refusal = plan.refusal.code if plan.refusal is not None else "no_route"
         spent: set[str] = set()
-        for route in plan.routes:
+        for route in routes:
             connection_id = route.connection.id
             if connection_id in spent:
                 continue
             if self._filter is not None and not self._filter(route, now):
                 continue
-            costs = price(route, usage, prices=self.world.prices)
+            request = self.as_served(recorded, route, now)
+            served = usage if request is recorded else _usage(request)
+            costs = price(route, served, prices=self.world.prices)
             listed = costs.list_price or 0.0
             if first_list is None:
                 first_list = listed
@@ -243,6 +252,7 @@ class ReplayGateway:
             elif costs.incremental and route.rung is not None:
                 self.budget.spend(route.rung, request.client_key, costs.incremental, now)
             self._observer.succeeded(connection_id)
+            self.note_served(request, route, now)
             rung = int(route.rung) if route.rung is not None else None
             return Placement(index, connection_id, rung, costs.incremental, listed)
         return Placement(index, None, None, 0.0, first_list or 0.0, refusal=refusal)
@@ -323,3 +333,13 @@ class ReplayGateway:
             started_at=request.at,
             started=0.0,
         )
+
+
+def _usage(request: TraceRequest) -> ReportedUsage:
+    return ReportedUsage(
+        request.input_tokens,
+        request.output_tokens,
+        request.cache_read_tokens,
+        request.cache_write_tokens,
+        request.reasoning_tokens,
+    )

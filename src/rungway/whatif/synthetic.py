@@ -19,7 +19,8 @@ the same (`Shape`):
 A turn's tokens follow how coding agents use a prompt cache: the session's context (the
 system prompt and tools, then every earlier turn) is read from the cache; what the turn
 adds (tool results, the user's words, the last answer) is written to it; only a few tokens
-are uncached input; the answer is modest. When the context passes `compact_at` the agent
+are uncached input; the answer is modest. Each request names its session (`s1`, `s2`, ...),
+which session affinity and the replay's prompt cache follow. When the context passes `compact_at` the agent
 compacts it to a summary and rewrites the cache. A share of turns (`side_share`) are small
 side requests to a cheaper model (a title, a summary) that use no cache. Sizes are
 log-normal around the medians in `Shape`, capped at its maximums.
@@ -151,8 +152,10 @@ def generate(
     clock = _WorkClock(rhythm, ZoneInfo(zone))
     made: list[TraceRequest] = []
     at = clock.open_at(start)
+    sessions = 0
     while len(made) < requests:
-        session = _Session(shape, rng)
+        sessions += 1
+        session = _Session(shape, rng, f"s{sessions}")
         closes = clock.closes_after(at)
         for _ in range(_geometric(rng, rhythm.session_turns)):
             if at >= closes or len(made) == requests:
@@ -167,8 +170,8 @@ def generate(
 class _Session:
     """One agent session: the context it has built so far, and the turns that build it."""
 
-    def __init__(self, shape: Shape, rng: random.Random) -> None:
-        self._shape, self._rng = shape, rng
+    def __init__(self, shape: Shape, rng: random.Random, name: str) -> None:
+        self._shape, self._rng, self._name = shape, rng, name
         self._cached = 0
         """Tokens already in the cache, read by the next turn."""
         self._pending = shape.base_context
@@ -178,9 +181,8 @@ class _Session:
         shape = self._shape
         if side:
             output = self._size(shape.side_output, shape.output_max)
-            return TraceRequest(
-                at, model, api, self._size(shape.side_input, shape.added_max), output, stream=stream
-            )
+            size = self._size(shape.side_input, shape.added_max)
+            return TraceRequest(at, model, api, size, output, stream=stream, session=self._name)
         read, write = self._cached, self._pending
         output = self._size(shape.output, shape.output_max)
         reasoning = int(output * shape.reasoning_share)
@@ -201,6 +203,7 @@ class _Session:
             cache_write_tokens=write,
             reasoning_tokens=reasoning,
             stream=stream,
+            session=self._name,
         )
 
     def _size(self, median: int, cap: int) -> int:

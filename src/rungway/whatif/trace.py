@@ -59,6 +59,9 @@ class TraceRequest:
     stream: bool = False
     client_key: str | None = None
     """The client key's id, for its budget; None when the request had none."""
+    session: str | None = None
+    """The conversation it belongs to (what session affinity and the prompt cache follow);
+    None when the trace does not say."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.at <= LAST_AT:  # NaN fails this too
@@ -70,6 +73,8 @@ class TraceRequest:
         for name in _COUNTS:
             if not is_count(value := getattr(self, name)):
                 raise TraceError(f"{name} must be {COUNT_RULE}, not {value!r}")
+        if self.session is not None and not (isinstance(self.session, str) and self.session):
+            raise TraceError(f"session must be a non-empty string or None, not {self.session!r}")
         reasoning = self.reasoning_tokens
         if reasoning > self.output_tokens:
             raise TraceError(
