@@ -255,6 +255,7 @@ def build_gateway(
             ladder=settings.ladder,
             client_keys=settings.client_keys,
             rung_spend=budget.rung_spend,
+            pins=pins,
         ),
         max_body_bytes=settings.server.max_body_bytes,
         on_startup=startup,

@@ -225,8 +225,9 @@ class RedisPins:
         await self._listen()
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_forever())
+        # What was pinned while Redis was away, written before the link reads as up.
         if self._pending:
-            self._wake.set()
+            await self._write()
 
     async def _listen(self) -> None:
         await self._unlisten()

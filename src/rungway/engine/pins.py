@@ -75,6 +75,7 @@ class MemoryPins:
         self._max = max_pins
         self._pins: OrderedDict[str, _Pin] = OrderedDict()
         self._moves = 0
+        self._last_pinned_at = float("-inf")
 
     @property
     def moves(self) -> int:
@@ -103,6 +104,7 @@ class MemoryPins:
     def repin(self, key: str, connection_id: str, now: float) -> str | None:
         """Keep `key` on `connection_id` for the TTL from `now`; the connection it was
         pinned to before (None for a new or expired pin). A change is a move."""
+        self._last_pinned_at = now
         pins = self._pins
         pin = pins.get(key)
         if pin is not None and pin.expires_at > now:
@@ -157,12 +159,15 @@ class MemoryPins:
         self._pins.clear()
 
     def pinned_counts(self, now: float | None = None) -> dict[str, int]:
-        """How many sessions each connection holds; with `now`, only pins still live.
+        """How many live sessions each connection holds: pins not expired at `now` (by
+        default, the last turn pinned, which the admin API's view reads without a clock).
 
         A Responses reply's pin is a link of its conversation's chain, not a session of
         its own: not counted."""
+        if now is None:
+            now = self._last_pinned_at
         counts: defaultdict[str, int] = defaultdict(int)
         for key, pin in self._pins.items():
-            if (now is None or pin.expires_at > now) and not key.startswith(RESPONSE_PREFIX):
+            if pin.expires_at > now and not key.startswith(RESPONSE_PREFIX):
                 counts[pin.connection_id] += 1
         return dict(counts)
