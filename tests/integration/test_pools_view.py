@@ -112,15 +112,15 @@ def _accounts(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _window(account: dict[str, Any], name: str) -> dict[str, Any]:
     (found,) = [w for w in account["windows"] if w["name"] == name]
-    return found
+    return dict(found)
 
 
 def test_each_account_of_a_pool_shows_its_burn_rate_and_when_it_runs_out(pool: Pool) -> None:
     used: dict[str, list[float]] = {"plan-a": [], "plan-b": []}
-    for step, accounts in enumerate((("plan-a", "plan-b"), ("plan-a",), ("plan-a", "plan-b"))):
+    for step, senders in enumerate((("plan-a", "plan-b"), ("plan-a",), ("plan-a", "plan-b"))):
         if step:
             pool.clock.advance(60)
-        for account in accounts:
+        for account in senders:
             pool.send(account)
             used[account].append(pool.used(account, "5h"))
     body = pool.pools()
