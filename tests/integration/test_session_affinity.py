@@ -42,6 +42,10 @@ LADDER = {
 }
 
 
+def _token(name: str) -> str:
+    return f"sk-ant-oat01-affinity-{name}"
+
+
 def _account(name: str, token: str, requests: int) -> Scenario:
     return Scenario.model_validate(
         {
@@ -76,13 +80,12 @@ class Pool:
 def _pool(tmp_path: Path, capacity: dict[str, int]) -> Iterator[Pool]:
     clock = FakeClock(START)
     sims = {
-        name: SimUpstream(_account(name, f"sk-ant-oat01-affinity-{name}", capacity[name]), clock)
-        for name in ACCOUNTS
+        name: SimUpstream(_account(name, _token(name), capacity[name]), clock) for name in ACCOUNTS
     }
     with sims["plan-a"], sims["plan-b"]:
         connections = []
         for name, sim in sims.items():
-            (tmp_path / f"{name}.token").write_text(sim.scenario.auth.token)
+            (tmp_path / f"{name}.token").write_text(_token(name))
             connections.append(
                 {
                     "id": name,
@@ -219,10 +222,13 @@ def test_three_replicas_on_redis_keep_a_session_on_one_account(
     assert _turn(c, "session-1") == "plan-a"
     key = session_key(Api.ANTHROPIC_MESSAGES, {"x-claude-code-session-id": "session-1"}, {}, b"")
     assert key is not None
-    for replica in (a, b):
+
+    def followed(replica: RunningGateway) -> bool:
         pins = replica.gateway.pins
         assert pins is not None
-        _soon(lambda pins=pins: pins.pinned(key, pool.clock.now()) == "plan-a")
+        return pins.pinned(key, pool.clock.now()) == "plan-a"
+
+    _soon(lambda: followed(a) and followed(b))
     pool.clock.advance(601)  # plan-b is back
     turns = [_turn(next(round_robin), "session-1") for _ in range(6)]
     assert turns == ["plan-a"] * 6
