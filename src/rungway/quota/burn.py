@@ -14,9 +14,10 @@ histories, fed by the quota board wherever it records a reading.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from rungway.routing.snapshot import QuotaWindow, WindowStatus
 
@@ -27,13 +28,10 @@ RESET_TOLERANCE_S = 90.0
 # A share that falls by more than rounding is a reset the reading did not otherwise show.
 USED_TOLERANCE = 0.5
 
-WindowKey = tuple[str, str | None]
-"""A window's name and the model it is scoped to (None for the whole account)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """One window's used share at one instant, and the reset it counted towards."""
+class Reading(NamedTuple):
+    """One window's used share at one instant, and the reset it counted towards (a named
+    tuple: one is made per window of every answer, and a frozen dataclass costs more)."""
 
     at: float
     used_percent: float
@@ -94,15 +92,17 @@ def add_reading(
         return history  # an older reading (a replica's, late) says nothing new
     if starts_new_period(last, reading):
         return (reading,)
-    kept = list(history)
-    if len(kept) >= 2 and reading.at - kept[-2].at < bounds.min_gap_s:
-        kept[-1] = reading
+    if len(history) >= 2 and reading.at - history[-2].at < bounds.min_gap_s:
+        kept = (*history[:-1], reading)
     else:
-        kept.append(reading)
+        kept = (*history, reading)
     oldest_wanted = reading.at - bounds.span_s
-    while len(kept) > 2 and (len(kept) > bounds.max_readings or kept[0].at < oldest_wanted):
-        del kept[0]
-    return tuple(kept)
+    if len(kept) <= bounds.max_readings and kept[0].at >= oldest_wanted:
+        return kept
+    start = max(0, len(kept) - bounds.max_readings)
+    while start < len(kept) - 2 and kept[start].at < oldest_wanted:
+        start += 1
+    return kept[start:]
 
 
 def burn_rate(history: tuple[Reading, ...]) -> float | None:
@@ -164,35 +164,53 @@ def binding(burns: Iterable[WindowBurn]) -> WindowBurn | None:
 
 
 class BurnBook:
-    """The bounded reading histories of every connection's windows."""
+    """The bounded reading histories of every connection's windows.
+
+    On the request path a reading costs a dictionary lookup and a comparison: one less
+    than `min_gap_s` after the newest kept reading of the same period is not kept, since
+    the board holds it as the window's current reading, which `burns` takes as the newest.
+    """
 
     def __init__(self, bounds: HistoryBounds = HistoryBounds()) -> None:
         self._bounds = bounds
-        self._histories: dict[str, dict[WindowKey, tuple[Reading, ...]]] = {}
+        self._gap = bounds.min_gap_s
+        self._histories: dict[tuple[str, str, str | None], tuple[Reading, ...]] = {}
 
     def record(self, connection_id: str, window: QuotaWindow, at: float) -> None:
         """Add one reading of a window; a reading without a used share is left out."""
-        if window.used_percent is None:
+        used = window.used_percent
+        if used is None:
             return
-        windows = self._histories.setdefault(connection_id, {})
-        key = (window.name, window.model)
-        reading = Reading(at, window.used_percent, window.resets_at)
-        windows[key] = add_reading(windows.get(key, ()), reading, self._bounds)
+        key = (connection_id, window.name, window.model)
+        history = self._histories.get(key)
+        if history is not None:
+            last = history[-1]
+            if (
+                0.0 <= at - last.at < self._gap
+                and window.resets_at == last.resets_at
+                and used >= last.used_percent
+            ):
+                return
+        reading = Reading(at, used, window.resets_at)
+        self._histories[key] = add_reading(history or (), reading, self._bounds)
 
     def history(
         self, connection_id: str, name: str, model: str | None = None
     ) -> tuple[Reading, ...]:
         """The kept readings of one window, oldest first."""
-        return self._histories.get(connection_id, {}).get((name, model), ())
+        return self._histories.get((connection_id, name, model), ())
 
     def burns(
         self, connection_id: str, windows: Iterable[QuotaWindow], now: float
     ) -> list[WindowBurn]:
-        """Each of the connection's current windows with its rate and forecast at `now`."""
-        kept: Mapping[WindowKey, tuple[Reading, ...]] = self._histories.get(connection_id, {})
+        """Each of the connection's current windows with its rate and forecast at `now`,
+        the window's current reading taken as the newest of its history."""
         found = []
         for window in windows:
-            history = kept.get((window.name, window.model), ())
+            history = self.history(connection_id, window.name, window.model)
+            if window.used_percent is not None:
+                current = Reading(window.checked_at, window.used_percent, window.resets_at)
+                history = add_reading(history, current, self._bounds)
             ahead = forecast(history, now)
             if window.status is WindowStatus.REJECTED:
                 # A refusal may carry no used share: the window is spent until its reset.

@@ -194,3 +194,24 @@ def test_a_board_failure_records_no_reading() -> None:
     board = QuotaBoard(LadderSettings())
     board.failed("plan", Failure(FailureClass.RATE_LIMITED, "slow down"), NOW)
     assert board.burn.history("plan", "5h") == ()
+
+
+def test_a_burst_of_readings_keeps_one_and_the_current_reading_is_the_newest() -> None:
+    book = BurnBook(BOUNDS)
+    for offset, used in ((0, 10.0), (10, 12.0), (20, 14.0)):
+        book.record("plan", QuotaWindow("5h", used, RESET, NOW + offset), NOW + offset)
+    # Within the gap the board holds the newest reading; the book keeps the first.
+    assert book.history("plan", "5h") == (Reading(NOW, 10.0, RESET),)
+    current = QuotaWindow("5h", 14.0, RESET, NOW + 20)
+    (burn,) = book.burns("plan", [current], NOW + 20)
+    assert burn.rate_per_hour == pytest.approx(4.0 / 20 * 3600)
+    # Past the gap the next reading is kept.
+    book.record("plan", QuotaWindow("5h", 20.0, RESET, NOW + 40), NOW + 40)
+    assert book.history("plan", "5h")[-1] == Reading(NOW + 40, 20.0, RESET)
+
+
+def test_a_reading_of_a_new_period_inside_the_gap_starts_the_history_again() -> None:
+    book = BurnBook(BOUNDS)
+    book.record("plan", QuotaWindow("5h", 90.0, RESET, NOW), NOW)
+    book.record("plan", QuotaWindow("5h", 1.0, RESET + 18000, NOW + 5), NOW + 5)
+    assert book.history("plan", "5h") == (Reading(NOW + 5, 1.0, RESET + 18000),)
