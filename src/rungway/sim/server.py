@@ -221,8 +221,8 @@ class SimUpstream:
         self._ledger.set_remaining(remaining)
 
     def reset(self) -> None:
-        """Empty windows, credits, tally, request and reply logs and usage-read log;
-        restore the scenario's faults.
+        """Empty windows, credits, tally, prompt cache, request and reply logs and
+        usage-read log; restore the scenario's faults.
 
         The clock keeps its time (a clock never moves backwards); window resets are
         placed again relative to it.
@@ -238,6 +238,7 @@ class SimUpstream:
             self._api.reset()
         self.tally.clear()
         self._api.replies.clear()
+        self._api.prompt_cache.clear()
         self._faults.clear()
         for fault in self.scenario.faults:
             self._faults.push(fault)

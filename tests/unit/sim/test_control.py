@@ -64,7 +64,13 @@ def test_state_reports_windows_tally_and_counts(subscription_sim: SimUpstream) -
     assert state["fake_clock"] is True
     assert state["request_count"] == 1
     assert state["tally"] == {
-        "claude-sonnet-4-5": {"requests": 1, "input_tokens": 13, "output_tokens": 24}
+        "claude-sonnet-4-5": {
+            "requests": 1,
+            "input_tokens": 13,
+            "output_tokens": 24,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+        }
     }
     five_hour = state["windows"][0]
     assert (five_hour["name"], five_hour["used"], five_hour["capacity"]) == ("5h", 37, 400)

@@ -21,11 +21,13 @@ from rungway.protocol.sse import encode_event
 from rungway.sim.credential import CLAUDE_CODE_ONLY, refuses_client
 from rungway.sim.exchange import Header, RecordedRequest, Reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
+from rungway.sim.prompt_cache import anthropic_rules
 from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
 from rungway.sim.tally import Tally
 from rungway.sim.wire.api import WireApi
 from rungway.sim.wire.completion import Completion, anthropic_tool_turn, estimate_input_tokens
+from rungway.sim.wire.prompt_prefix import anthropic_boundaries
 from rungway.sim.wire.serving import GenerationRequest, GenerationService
 
 OAUTH_BETA = "oauth-2025-04-20"
@@ -92,12 +94,16 @@ def _org_limit_message(window: WindowSpec, organization_id: str) -> str:
     )
 
 
-def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def _usage(completion: Completion, output_tokens: int) -> dict[str, Any]:
+    # `input_tokens` leaves out what was read from or written to the prompt cache (B3).
     return {
-        "input_tokens": input_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "input_tokens": completion.uncached_input_tokens,
+        "cache_creation_input_tokens": completion.cache_write_tokens,
+        "cache_read_input_tokens": completion.cache_read_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": completion.cache_write_5m_tokens,
+            "ephemeral_1h_input_tokens": completion.cache_write_1h_tokens,
+        },
         "output_tokens": output_tokens,
         "service_tier": "standard",
     }
@@ -129,6 +135,7 @@ class AnthropicDialect:
         self._scenario = scenario
         self._models = {model.id: model for model in scenario.models}
         self.organization_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"rungway-sim:{scenario.name}"))
+        self._plan = scenario.quota_headers == "anthropic-unified"
 
     def authenticate(self, request: RecordedRequest) -> Reply | None:
         """None when the credential is accepted, else the real API's 401."""
@@ -203,6 +210,7 @@ class AnthropicDialect:
         if model.context_window is not None and input_tokens > model.context_window:
             message = f"prompt is too long: {input_tokens} tokens > {model.context_window} maximum"
             return error_reply(400, "invalid_request_error", message)
+        rules = anthropic_rules(model.id, plan=self._plan)
         return GenerationRequest(
             model=model.id,
             stream=body.get("stream") is True,
@@ -211,6 +219,8 @@ class AnthropicDialect:
             body=body,
             request_id=new_request_id(),
             tools=anthropic_tool_turn(body),
+            cache_rules=rules,
+            boundaries=anthropic_boundaries(body) if input_tokens >= rules.min_tokens else (),
         )
 
     def http_error(self, fault: HttpErrorFault, request_id: str) -> Reply:
@@ -250,7 +260,7 @@ class AnthropicDialect:
             "content": [_block(completion)],
             "stop_reason": _stop_reason(completion),
             "stop_sequence": None,
-            "usage": _usage(completion.input_tokens, completion.output_tokens),
+            "usage": _usage(completion, completion.output_tokens),
         }
         return Reply(200, orjson.dumps(body), tuple(self._head(request.request_id)))
 
@@ -274,7 +284,7 @@ class AnthropicDialect:
             "stop_sequence": None,
             # The real API reports a placeholder output count here; the final count
             # arrives in message_delta.
-            "usage": _usage(completion.input_tokens, 1),
+            "usage": _usage(completion, 1),
         }
         block = _block(completion)
         chunk_tokens = self._scenario.response.chunk_tokens
@@ -301,7 +311,7 @@ class AnthropicDialect:
         frames.append(
             encode_event({"type": "content_block_stop", "index": 0}, "content_block_stop")
         )
-        usage = _usage(completion.input_tokens, completion.output_tokens)
+        usage = _usage(completion, completion.output_tokens)
         del usage["cache_creation"], usage["service_tier"]
         message_delta = {
             "type": "message_delta",

@@ -12,6 +12,7 @@ from typing import Generic, Protocol, TypeVar
 
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.sim.exchange import RecordedRequest, Reply, send_reply
+from rungway.sim.prompt_cache import PromptCache
 from rungway.sim.scenario import Scenario
 from rungway.sim.wire.serving import Dialect, GenerationService, ReplyLog
 
@@ -45,6 +46,11 @@ class WireApi(Generic[D]):
     def replies(self) -> ReplyLog:
         """The replies served so far."""
         return self._service.replies
+
+    @property
+    def prompt_cache(self) -> PromptCache:
+        """The prompt cache this API's generation requests read and write."""
+        return self._service.prompt_cache
 
     def authenticate(self, request: RecordedRequest) -> Reply | None:
         """None when the credential is accepted, else the API's 401."""

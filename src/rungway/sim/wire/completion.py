@@ -80,6 +80,22 @@ class Completion:
     tool_call: ToolCall | None = None
     quoted_result: str | None = None
     """The part of the request's tool result the text quotes (None when there was none)."""
+    cache_read_tokens: int = 0
+    """Of `input_tokens`, those read from the account's prompt cache."""
+    cache_write_5m_tokens: int = 0
+    """Of `input_tokens`, those written to the prompt cache for 5 minutes."""
+    cache_write_1h_tokens: int = 0
+    """Of `input_tokens`, those written to the prompt cache for 1 hour."""
+
+    @property
+    def cache_write_tokens(self) -> int:
+        """Of `input_tokens`, those written to the prompt cache."""
+        return self.cache_write_5m_tokens + self.cache_write_1h_tokens
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Of `input_tokens`, those neither read from nor written to the prompt cache."""
+        return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
 
     @property
     def output_tokens(self) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -26,6 +26,7 @@ import orjson
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.sim.exchange import Header, RecordedRequest, Reply, json_reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
+from rungway.sim.prompt_cache import gemini_rules
 from rungway.sim.quota.google_errors import (
     STATUS_NAMES,
     api_key_invalid,
@@ -48,6 +49,7 @@ from rungway.sim.wire.gemini_content import (
     stream_chunks,
     whole_reply,
 )
+from rungway.sim.wire.prompt_prefix import gemini_boundaries
 from rungway.sim.wire.serving import GenerationRequest, GenerationService
 
 _VERSIONS = r"/(v1beta|v1)/models"
@@ -104,6 +106,13 @@ def max_tokens_refusal(model: ModelSpec, prompt: Prompt) -> Reply | None:
     return None
 
 
+def _with_cache_reads(prompt: Prompt, completion: Completion) -> Prompt:
+    """The prompt as its usage reports it: implicit cache reads count as cached content."""
+    if not completion.cache_read_tokens:
+        return prompt
+    return replace(prompt, cached_tokens=prompt.cached_tokens + completion.cache_read_tokens)
+
+
 def _google(request: GenerationRequest) -> GoogleRequest:
     assert isinstance(request, GoogleRequest)
     return request
@@ -129,7 +138,8 @@ class GoogleDialect:
         """A complete GenerateContentResponse."""
         google = _google(request)
         assert google.prompt is not None
-        payload = whole_reply(google.prompt, completion, google.model, google.request_id)
+        prompt = _with_cache_reads(google.prompt, completion)
+        payload = whole_reply(prompt, completion, google.model, google.request_id)
         return json_reply(200, self.wrap(google, payload))
 
     def stream_head(self, request: GenerationRequest) -> list[Header]:
@@ -143,9 +153,8 @@ class GoogleDialect:
         google = _google(request)
         assert google.prompt is not None
         chunk_tokens = self._scenario.response.chunk_tokens
-        chunks = stream_chunks(
-            google.prompt, completion, chunk_tokens, google.model, google.request_id
-        )
+        prompt = _with_cache_reads(google.prompt, completion)
+        chunks = stream_chunks(prompt, completion, chunk_tokens, google.model, google.request_id)
         payloads = [self.wrap(google, chunk) for chunk in chunks]
         if google.sse:
             return [sse_frame(payload) for payload in payloads]
@@ -211,6 +220,9 @@ class GeminiDialect(GoogleDialect):
         refusal = max_tokens_refusal(spec, prompt)
         if refusal is not None:
             return refusal
+        rules = gemini_rules(spec.id)
+        # A request on explicit cached content reads that instead of the implicit cache.
+        implicit = not prompt.cached_tokens and prompt.input_tokens >= rules.min_tokens
         return GoogleRequest(
             model=spec.id,
             stream=match[3] == "streamGenerateContent",
@@ -221,6 +233,8 @@ class GeminiDialect(GoogleDialect):
             tools=prompt.tools,
             prompt=prompt,
             sse=query_params(request).get("alt") == "sse",
+            cache_rules=rules,
+            boundaries=gemini_boundaries(request.body) if implicit else (),
         )
 
     def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:

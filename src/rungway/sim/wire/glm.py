@@ -134,6 +134,7 @@ class GlmApi(OpenAIApi):
         service = GenerationService(scenario, messages, book, faults, tally)
         # One log for both APIs: the sim's replies are the plan's, whichever API asked.
         service.replies = self._service.replies
+        service.prompt_cache = self._service.prompt_cache
         self._messages = _Messages(scenario, messages, service)
 
     async def handle(

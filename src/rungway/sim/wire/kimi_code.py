@@ -145,6 +145,7 @@ class KimiCodeApi(WireApi[KimiMessagesDialect]):
         chat_service = GenerationService(scenario, chat, book, faults, tally)
         # One log for both APIs: the sim's replies are the plan's, whichever API asked.
         chat_service.replies = service.replies
+        chat_service.prompt_cache = service.prompt_cache
         self._messages = _Messages(scenario, messages, service)
         self._chat = _Chat(scenario, chat, chat_service)
 

@@ -22,6 +22,7 @@ from rungway.clock import Clock
 from rungway.protocol.sse import DONE, encode_event
 from rungway.sim.exchange import Header, RecordedRequest, Reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
+from rungway.sim.prompt_cache import openai_rules
 from rungway.sim.quota.codex import usage_limit_reply
 from rungway.sim.quota.credits import cost_of
 from rungway.sim.quota.windows import Admission, QuotaBook
@@ -39,6 +40,7 @@ from rungway.sim.wire.openai_errors import (
     quota_exceeded,
     wait_phrase,
 )
+from rungway.sim.wire.prompt_prefix import chat_boundaries
 from rungway.sim.wire.serving import Billing, GenerationRequest, GenerationService
 
 # Models are listed with a fixed creation time: nothing reads it but clients parse it.
@@ -84,6 +86,8 @@ class OpenAIDialect:
         self._premium = None if premium is None else premium.name
         # OpenRouter prices every reply and always streams usage (A7).
         self._priced = scenario.usage_endpoint == "openrouter"
+        # A ChatGPT plan counts cached input at its price in its windows (prompt_cache.py).
+        self._plan = scenario.quota_headers == "codex"
 
     def authenticate(self, request: RecordedRequest) -> Reply | None:
         """None when the credential is accepted, else the real API's 401."""
@@ -130,6 +134,7 @@ class OpenAIDialect:
                 "length of the messages."
             )
             return error_reply(400, message, code="context_length_exceeded", param="messages")
+        rules = openai_rules(body.get("prompt_cache_retention"), plan=self._plan)
         return GenerationRequest(
             model=model.id,
             stream=body.get("stream") is True,
@@ -138,6 +143,8 @@ class OpenAIDialect:
             body=body,
             request_id=new_request_id(),
             tools=chat_tool_turn(body),
+            cache_rules=rules,
+            boundaries=chat_boundaries(body) if input_tokens >= rules.min_tokens else (),
         )
 
     def http_error(self, fault: HttpErrorFault, request_id: str) -> Reply:
@@ -199,7 +206,11 @@ class OpenAIDialect:
             "prompt_tokens": completion.input_tokens,
             "completion_tokens": completion.output_tokens,
             "total_tokens": completion.input_tokens + completion.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            # `prompt_tokens` includes the tokens read from the prompt cache (B4).
+            "prompt_tokens_details": {
+                "cached_tokens": completion.cache_read_tokens,
+                "audio_tokens": 0,
+            },
             "completion_tokens_details": {
                 "reasoning_tokens": 0,
                 "audio_tokens": 0,

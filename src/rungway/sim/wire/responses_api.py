@@ -24,9 +24,11 @@ import orjson
 from rungway.protocol.sse import encode_event
 from rungway.sim.exchange import RecordedRequest, Reply
 from rungway.sim.faults import StreamErrorFault
+from rungway.sim.prompt_cache import openai_rules
 from rungway.sim.wire.completion import Completion, estimate_input_tokens, responses_tool_turn
 from rungway.sim.wire.openai_api import OpenAIApi, OpenAIDialect, new_call_id
 from rungway.sim.wire.openai_errors import BAD_JSON_MESSAGE, error_reply, new_request_id
+from rungway.sim.wire.prompt_prefix import responses_boundaries
 from rungway.sim.wire.serving import GenerationRequest
 
 PUBLIC_PATH = "/v1/responses"
@@ -67,11 +69,14 @@ def response_id(request: GenerationRequest) -> str:
 
 
 def _usage(completion: Completion) -> dict[str, Any]:
-    # `input_tokens` includes cached (and cache-written) tokens; the sim caches nothing.
+    # `input_tokens` includes the tokens read from the prompt cache (B4).
     total = completion.input_tokens + completion.output_tokens
     return {
         "input_tokens": completion.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": completion.cache_read_tokens,
+            "cache_write_tokens": 0,
+        },
         "output_tokens": completion.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": total,
@@ -166,6 +171,7 @@ class ResponsesDialect(OpenAIDialect):
                 "input and try again."
             )
             return error_reply(400, message, code="context_length_exceeded", param="input")
+        rules = openai_rules(body.get("prompt_cache_retention"), plan=self._plan)
         return GenerationRequest(
             model=model.id,
             stream=body.get("stream") is True,
@@ -174,6 +180,8 @@ class ResponsesDialect(OpenAIDialect):
             body=body,
             request_id=new_request_id(),
             tools=responses_tool_turn(body),
+            cache_rules=rules,
+            boundaries=responses_boundaries(body) if input_tokens >= rules.min_tokens else (),
         )
 
     def _response(

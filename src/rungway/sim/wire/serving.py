@@ -13,7 +13,7 @@ import math
 import threading
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from rungway.protocol.asgi import Receive, Scope, Send
@@ -40,6 +40,7 @@ from rungway.sim.faults import (
     StreamErrorFault,
     TimeoutFault,
 )
+from rungway.sim.prompt_cache import Boundary, CacheRules, CacheUse, PromptCache
 from rungway.sim.quota.header_families import header_writer
 from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario
@@ -58,6 +59,10 @@ class GenerationRequest:
     body: Mapping[str, Any]
     request_id: str
     tools: ToolTurn = NO_TOOLS
+    cache_rules: CacheRules | None = None
+    """How the provider caches this request's prompt (None: it is not cached)."""
+    boundaries: tuple[Boundary, ...] = ()
+    """Where a cached prefix of the prompt may end (empty when it is too short to cache)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +175,7 @@ class GenerationService:
         "_scenario",
         "_sent",
         "_tally",
+        "prompt_cache",
         "replies",
     )
 
@@ -194,6 +200,9 @@ class GenerationService:
         self._interval_s = scenario.response.chunk_interval_ms / 1000
         self._sent = 0
         self.replies = ReplyLog()
+        # Each simulated upstream is one account; the cache also keys by credential, so an
+        # upstream that accepts any credential still keeps each one's prefixes apart.
+        self.prompt_cache = PromptCache()
 
     def _cased(self) -> bool:
         # Every other response spells its rate-limit header names with capitals, because
@@ -230,18 +239,29 @@ class GenerationService:
             # Refused before admission, so no window is charged either.
             await self._send(send, unpaid)
             return
+        account = _account(recorded)
+        now = self._book.clock.now()
+        use = self._cache_use(request, account, completion.input_tokens, now)
         if isinstance(fault, QuotaExhaustedFault) and not self._scenario.windows:
             # No window to fill: answer the way an exhausted upstream would anyway.
             admission = Admission(False, (), self._book.peek(request.model).now)
         else:
-            admission = self._book.admit(
-                request.model, completion.input_tokens, completion.output_tokens
-            )
+            rules = request.cache_rules
+            charged = use.charged_input(rules.read_weight) if rules else completion.input_tokens
+            admission = self._book.admit(request.model, charged, completion.output_tokens)
         quota = tuple(self._headers(admission))
         if not admission.admitted:
             reply = self._dialect.quota_rejection(request, admission)
             await self._send(send, Reply(reply.status, reply.body, reply.headers, quota))
             return
+        if use.read_tokens or use.written_tokens or use._keep:
+            self.prompt_cache.keep(account, request.model, use, now)
+            completion = replace(
+                completion,
+                cache_read_tokens=use.read_tokens,
+                cache_write_5m_tokens=use.written_5m_tokens,
+                cache_write_1h_tokens=use.written_1h_tokens,
+            )
 
         if not request.stream:
             # A whole reply arrives when the last chunk would have.
@@ -258,6 +278,17 @@ class GenerationService:
             scope, receive, send, request=request, completion=completion, quota=quota, cut=cut
         )
         self._record(request, completion, delivered=delivered)
+
+    def _cache_use(
+        self, request: GenerationRequest, account: str, input_tokens: int, now: float
+    ) -> CacheUse:
+        """What the request reads from and writes to the account's prompt cache."""
+        rules = request.cache_rules
+        if rules is None or not request.boundaries:
+            return CacheUse(input_tokens)
+        return self.prompt_cache.look(
+            account, request.model, request.boundaries, input_tokens, rules=rules, now=now
+        )
 
     async def _answered_by(
         self,
@@ -354,9 +385,30 @@ class GenerationService:
         if not delivered:
             # A reply cut short by a fault is not billed.
             return
-        self._tally.record(request.model, completion.input_tokens, completion.output_tokens)
+        self._tally.record(
+            request.model,
+            completion.input_tokens,
+            completion.output_tokens,
+            cache_read_tokens=completion.cache_read_tokens,
+            cache_write_tokens=completion.cache_write_tokens,
+        )
         if self._billing is not None:
             self._billing.settle(request.model, completion.input_tokens, completion.output_tokens)
+
+
+def _account(recorded: RecordedRequest) -> str:
+    """The credential a request presented: what tells one account's cache from another's."""
+    key = recorded.header("x-api-key") or recorded.header("x-goog-api-key")
+    if key:
+        return key
+    authorization = recorded.header("authorization")
+    if authorization:
+        return authorization.strip().partition(" ")[2].strip() or authorization
+    for part in recorded.query.split("&"):
+        name, _, value = part.partition("=")
+        if name == "key" and value:
+            return value
+    return ""
 
 
 def _echoed(message: str | None, recorded: RecordedRequest) -> str:
