@@ -146,8 +146,9 @@ def test_each_account_of_a_pool_shows_its_burn_rate_and_when_it_runs_out(pool: P
         "outlook": "runs_out",
         "at": pytest.approx(runs_out),
     }
-    # No pin store in this gateway and no cache reads in the simulated answers.
-    assert first["pinned_sessions"] is None or first["pinned_sessions"] == 0
+    # Requests that name their account pin no session; a short prompt caches nothing.
+    assert body["pinning"] is True
+    assert first["pinned_sessions"] == 0
     assert first["cache_hit_share"] in (None, 0, 0.0)
 
     # The second account resets before it could run out at its own rate.

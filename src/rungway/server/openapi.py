@@ -454,7 +454,7 @@ SCHEMA: dict[str, Any] = {
             "get": {
                 "operationId": "listPools",
                 "summary": "The plans' accounts by pool: windows, burn rates, forecasts, pins.",
-                "responses": {"200": _json(_ref("Pools"), "The pools."), **_errors(503)},
+                "responses": {"200": _json(_ref("Pools"), "The pools."), **_errors()},
             }
         },
         "/admin/spend": {

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rungway.budget.period import Period, period_bounds
+from rungway.ledger.report import LedgerUnavailable
 from rungway.quota.burn import BurnBook, WindowBurn, binding
 from rungway.routing.billing import BillingClass
 from rungway.routing.snapshot import ConnectionState, Roster, RosterConnection
@@ -86,8 +87,16 @@ class PoolsView:
         shares: dict[str, float | None] = {}
         if self._pools:
             # Ledger reads touch the disk (and wait for queued rows): off the event loop.
-            report = await asyncio.to_thread(self._ledger.spend_report, since, until, "connection")
-            shares = {row.group: _cache_share(row) for row in report.rows}
+            try:
+                report = await asyncio.to_thread(
+                    self._ledger.spend_report, since, until, "connection"
+                )
+            except LedgerUnavailable:
+                # A shared ledger that does not answer leaves the shares unknown, not the
+                # accounts' quota, which is this process's own.
+                report = None
+            if report is not None:
+                shares = {row.group: _cache_share(row) for row in report.rows}
         pins = self._pins()
         pinned = pins.pinned_counts(now) if pins is not None else None
         book = self._burn()
