@@ -73,14 +73,14 @@ def pooled(world: World, accounts: Mapping[str, int], origin: float) -> World:
         taken.update(account_ids(connection_id, count))
     connections = []
     for connection in settings.connections:
-        count = accounts.get(connection.id)
-        if count is None:
+        size = accounts.get(connection.id)
+        if size is None:
             connections.append(connection)
             continue
         quota = plans.pop(connection.id)
-        for k, account_id in enumerate(account_ids(connection.id, count)):
+        for k, account_id in enumerate(account_ids(connection.id, size)):
             connections.append(connection.model_copy(update={"id": account_id}))
-            windows = tuple(staggered(window, k, count, origin) for window in quota.windows)
+            windows = tuple(staggered(window, k, size, origin) for window in quota.windows)
             plans[account_id] = PlanQuota(account_id, windows)
     return replace(
         world, settings=settings.model_copy(update={"connections": tuple(connections)}), plans=plans

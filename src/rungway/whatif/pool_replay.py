@@ -73,7 +73,8 @@ class PoolGateway(ReplayGateway):
         self.max_wait_s = world.settings.ladder.max_wait_s
         self.cache_counts: list[tuple[int, int]] = []
         self.waits: list[float] = []
-        self._last: TraceRequest | None = None
+        self._served: list[TraceRequest] = []
+        """The request as served by the last walk's route that served it, if one did."""
 
     def place(self, index: int, request: TraceRequest) -> Placement:
         """Plan `request`, hold it for a near reset when that saves, and walk its pools in
@@ -88,7 +89,7 @@ class PoolGateway(ReplayGateway):
                 now = until
                 self.clock.set(now)
                 plan = self.plan(request)
-        self._last = None
+        self._served.clear()
         if now != request.at:
             # The allowances and the cache read the request's own instant.
             request = replace(request, at=now)
@@ -98,10 +99,10 @@ class PoolGateway(ReplayGateway):
             states = self._state.connection_states(now)
             routes = self.order.order(plan.routes, request, states, now)
             placement = self.walk(index, request, routes, plan, now)
-        served = self._last
-        if served is None or placement.connection_id is None:
+        if not self._served or placement.connection_id is None:
             self.cache_counts.append((0, 0))
         else:
+            served = self._served[-1]
             inputs = served.input_tokens + served.cache_read_tokens + served.cache_write_tokens
             self.cache_counts.append((served.cache_read_tokens, inputs))
         return placement
@@ -112,7 +113,7 @@ class PoolGateway(ReplayGateway):
 
     def note_served(self, request: TraceRequest, route: Route, now: float) -> None:
         """Move the session's cache and pin to the account that served it."""
-        self._last = request
+        self._served.append(request)
         self.cache.served(request, route.connection.id, now)
         self.order.served(request, route, now, pool=route.connection.id in self.allowances)
 

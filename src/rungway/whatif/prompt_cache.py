@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from rungway.whatif.trace import TraceRequest
+from rungway.whatif.trace import Trace, TraceRequest
 
-__all__ = ["CACHE_TTL_S", "PromptCache", "missed"]
+__all__ = ["CACHE_TTL_S", "PromptCache", "missed", "settled"]
 
 CACHE_TTL_S: Final = 300.0
 """How long a prompt cache lives after its last use: Anthropic's default 5 minutes."""
@@ -42,6 +42,21 @@ def missed(request: TraceRequest) -> TraceRequest:
         cache_read_tokens=0,
         cache_write_tokens=request.cache_write_tokens + request.cache_read_tokens,
     )
+
+
+def settled(trace: Trace, ttl_s: float = CACHE_TTL_S) -> Trace:
+    """`trace` as one account would serve it: a turn more than `ttl_s` after its session's
+    previous cached turn finds its cache expired, wherever it goes, and writes again.
+
+    What no placement can change: the oracle, which reads every turn as recorded, is given
+    this trace so that its bound counts these misses as every replay does."""
+    cache = PromptCache(ttl_s)
+    served = []
+    for request in trace:
+        as_served = cache.as_served(request, "", request.at)
+        cache.served(as_served, "", request.at)
+        served.append(as_served)
+    return tuple(served)
 
 
 class PromptCache:

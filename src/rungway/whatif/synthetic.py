@@ -19,11 +19,11 @@ the same (`Shape`):
 A turn's tokens follow how coding agents use a prompt cache: the session's context (the
 system prompt and tools, then every earlier turn) is read from the cache; what the turn
 adds (tool results, the user's words, the last answer) is written to it; only a few tokens
-are uncached input; the answer is modest. Each request names its session (`s1`, `s2`, ...),
-which session affinity and the replay's prompt cache follow. When the context passes `compact_at` the agent
-compacts it to a summary and rewrites the cache. A share of turns (`side_share`) are small
-side requests to a cheaper model (a title, a summary) that use no cache. Sizes are
-log-normal around the medians in `Shape`, capped at its maximums.
+are uncached input; the answer is modest. Each request names its session (`s1`, `s2`,
+...), which session affinity and the replay's prompt cache follow. When the context passes
+`compact_at` the agent compacts it to a summary and rewrites the cache. A share of turns
+(`side_share`) are small side requests to a cheaper model (a title, a summary) that use no
+cache. Sizes are log-normal around the medians in `Shape`, capped at its maximums.
 
 Times are in `zone` (UTC unless told), starting at `start` (by default Monday 2026-01-05
 00:00 UTC), and a session that would run past the day's end stops there. The same seed
