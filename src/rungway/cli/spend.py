@@ -25,11 +25,19 @@ from rungway.cli.admin_client import (
 from rungway.cli.ledger_source import configured, postgres_reader, spend_from_postgres
 from rungway.ledger.report import Dimension
 
-out = Console()
 err = Console(stderr=True)
 _COUNTS = ("requests", "input_tokens", "output_tokens", "reasoning_tokens")
 _MONEY = ("cost_usd", "list_cost_usd", "savings_usd")
-_HEADERS = ("requests", "input tok", "output tok", "reasoning tok", "cost", "list price", "saved")
+_HEADERS = (
+    "requests",
+    "input tok",
+    "output tok",
+    "reasoning tok",
+    "cache hits",
+    "cost",
+    "list price",
+    "saved",
+)
 _THIS = {"day": "today", "week": "this week", "month": "this month"}
 
 
@@ -48,22 +56,25 @@ def spend(
     url: UrlOption = None,
     admin_key_env: KeyEnvOption = "RUNGWAY_ADMIN_KEY",
 ) -> None:
-    """Show requests, tokens, incremental and list-price cost, savings and budgets used."""
+    """Show requests, tokens, cache-hit share, incremental and list-price cost, savings and
+    budgets used."""
     payload = _spend_payload(by, period, config, url, admin_key_env)
+    # Sized when the command runs, so the table takes the terminal's width at that moment.
+    shown = Console()
     if as_json:
         typer.echo(json.dumps(payload, indent=2))
         return
-    out.print(_spend_table(payload))
+    shown.print(_spend_table(payload))
     unpriced = payload["total"]["unpriced_requests"]
     if unpriced:
-        out.print(
+        shown.print(
             f"{unpriced} requests had no list price: they count in cost, "
             "not in list price or savings",
             highlight=False,
         )
     unrecorded = payload["total"]["unrecorded_requests"]
     if unrecorded:
-        out.print(
+        shown.print(
             f"{unrecorded} requests were in flight when the gateway stopped abruptly: perhaps "
             f"billed, never recorded; they count at their ceiling, "
             f"{money(payload['total']['unrecorded_usd'])}, in cost and against the budgets "
@@ -72,9 +83,9 @@ def spend(
         )
     budgets = payload["budgets"]
     if budgets["rungs"]:
-        out.print(_rung_budget_table(budgets))
+        shown.print(_rung_budget_table(budgets))
     if any(key["budget_usd"] is not None for key in payload["keys"]):
-        out.print(_key_budget_table(payload["keys"]))
+        shown.print(_key_budget_table(payload["keys"]))
 
 
 def _spend_payload(
@@ -116,8 +127,14 @@ def _cells(row: dict[str, Any]) -> list[str]:
     return [
         row["group"],
         *(f"{row[name]:,}" for name in _COUNTS),
+        _share(row.get("cache_hit_share")),
         *(money(row[name]) for name in _MONEY),
     ]
+
+
+def _share(share: float | None) -> str:
+    # The share of input read from a prompt cache; a gateway that predates it sends none.
+    return "-" if share is None else f"{100 * share:.1f}%"
 
 
 def _rung_budget_table(budgets: dict[str, Any]) -> Table:

@@ -37,7 +37,8 @@ async def spend_report(
         "COALESCE(SUM(list_cost_usd - cost_usd), 0), "
         f"COUNT(*) FILTER (WHERE list_cost_usd IS NULL AND outcome <> '{UNRECORDED}'), "
         f"COUNT(*) FILTER (WHERE outcome = '{UNRECORDED}'), "
-        f"COALESCE(SUM(cost_usd) FILTER (WHERE outcome = '{UNRECORDED}'), 0) "
+        f"COALESCE(SUM(cost_usd) FILTER (WHERE outcome = '{UNRECORDED}'), 0), "
+        "COALESCE(SUM(cache_read_tokens), 0) "
         f"FROM {quoted(schema)}.requests WHERE started_at >= $1 AND started_at < $2 GROUP BY grp",
         since,
         until,
@@ -55,6 +56,7 @@ async def spend_report(
             int(record[8]),
             int(record[9]),
             float(record[10]),
+            int(record[11]),
         )
         for record in found
     ]

@@ -4,7 +4,9 @@ Savings are what the plans and free rungs saved: list price minus incremental co
 the rows whose list price is known. A row without a list price still counts its requests,
 tokens and incremental cost, and is counted in `unpriced_requests`. A request a crash cut
 off in flight (outcome `unrecorded`) costs its ceiling and is counted in
-`unrecorded_requests` and `unrecorded_usd`, not as unpriced.
+`unrecorded_requests` and `unrecorded_usd`, not as unpriced. The cache-hit share is the
+input read from a prompt cache over all input (cache reads and writes included), None for
+a group with no input.
 """
 
 from __future__ import annotations
@@ -61,6 +63,15 @@ class SpendRow:
     """Requests in flight at a crash: perhaps billed, never recorded, counted at ceiling."""
     unrecorded_usd: float = 0.0
     """What those requests count for in `cost_usd`: their ceilings."""
+    cache_read_tokens: int = 0
+    """Of `input_tokens`, those read from a provider's prompt cache."""
+
+    @property
+    def cache_hit_share(self) -> float | None:
+        """Cache-read input over all input, 0..1; None when the group had no input."""
+        if self.input_tokens <= 0:
+            return None
+        return self.cache_read_tokens / self.input_tokens
 
     def plus(self, other: SpendRow, group: str) -> SpendRow:
         """This row and `other` added together, under `group`."""
@@ -76,6 +87,7 @@ class SpendRow:
             self.unpriced_requests + other.unpriced_requests,
             self.unrecorded_requests + other.unrecorded_requests,
             self.unrecorded_usd + other.unrecorded_usd,
+            self.cache_read_tokens + other.cache_read_tokens,
         )
 
 
@@ -113,7 +125,7 @@ def spend_report(path: Path, *, since: float, until: float, by: Dimension) -> Sp
         "TOTAL(list_cost_usd - cost_usd), "
         f"SUM(list_cost_usd IS NULL AND outcome != '{UNRECORDED}'), "
         f"SUM(outcome = '{UNRECORDED}'), TOTAL(CASE WHEN outcome = '{UNRECORDED}' "
-        "THEN cost_usd END) "
+        "THEN cost_usd END), SUM(cache_read_tokens) "
         "FROM requests WHERE started_at >= ? AND started_at < ? GROUP BY grp"
     )
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -134,8 +146,9 @@ def spend_report(path: Path, *, since: float, until: float, by: Dimension) -> Sp
             int(unpriced),
             int(lost),
             held,
+            int(read),
         )
-        for group, n, tin, tout, reason, cost, listed, saved, unpriced, lost, held in found
+        for group, n, tin, tout, reason, cost, listed, saved, unpriced, lost, held, read in found
     ]
     return SpendReport(since, until, by, ordered_rows(rows, by))
 
@@ -163,6 +176,7 @@ def spend_report_of(
             int(listed is None and record.outcome != UNRECORDED),
             int(record.outcome == UNRECORDED),
             record.cost_usd if record.outcome == UNRECORDED else 0.0,
+            usage.cache_read_tokens,
         )
         groups[group] = groups[group].plus(one, group) if group in groups else one
     return SpendReport(since, until, by, ordered_rows(groups.values(), by))

@@ -154,6 +154,8 @@ _SCHEMAS: dict[str, Any] = {
             "unpriced_requests": _INTEGER,
             "unrecorded_requests": _INTEGER,
             "unrecorded_usd": _NUMBER,
+            "cache_read_tokens": _INTEGER,
+            "cache_hit_share": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         }
     ),
     "Spend": _object(

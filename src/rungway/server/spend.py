@@ -156,6 +156,8 @@ def _row(row: SpendRow) -> dict[str, Any]:
         "unpriced_requests": row.unpriced_requests,
         "unrecorded_requests": row.unrecorded_requests,
         "unrecorded_usd": row.unrecorded_usd,
+        "cache_read_tokens": row.cache_read_tokens,
+        "cache_hit_share": row.cache_hit_share,
     }
 
 
