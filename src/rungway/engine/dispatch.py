@@ -357,9 +357,12 @@ class Engine:
     def _give_up(self, trail: Trail, shortfalls: list[Shortfall | BudgetUnavailable]) -> Refusal:
         if not trail.attempts:
             # Nothing was tried: the plan itself refused, or every paid route was over budget.
-            refusal = trail.plan.refusal or over_budget(shortfalls, self._clock.now())
+            plan_reset = trail.plan.route_plan.earliest_reset
+            refusal = trail.plan.refusal or over_budget(shortfalls, self._clock.now(), plan_reset)
             return self.refused(trail.call, refusal, trail.plan)
-        refusal = every_attempt_failed(trail.attempts, trail.plan, trail.retry_after_s)
+        refusal = every_attempt_failed(
+            trail.attempts, trail.plan, trail.retry_after_s, self._clock.now()
+        )
         # Recorded even when no upstream was reached, so that `explain` finds it.
         trail.record(None, trail.attempts[-1].outcome, refusal.status)
         return refusal

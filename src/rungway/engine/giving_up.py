@@ -27,10 +27,14 @@ GIVE_UP_STATUS = {
 
 
 def every_attempt_failed(
-    attempts: Sequence[Attempt], plan: Plan, retry_after_s: float | None
+    attempts: Sequence[Attempt],
+    plan: Plan,
+    retry_after_s: float | None,
+    now: float | None = None,
 ) -> Refusal:
     """One error naming each failed attempt; 429 with the earliest wait when every one was
-    rate limited or out of quota."""
+    rate limited or out of quota: the soonest of the upstreams' waits and, given `now`,
+    the reset of a plan connection the ladder skipped for its quota or a cooldown."""
     last = attempts[-1]
     kinds = {FailureClass(attempt.outcome) for attempt in attempts}
     if kinds <= {FailureClass.RATE_LIMITED, FailureClass.QUOTA_EXHAUSTED}:
@@ -49,6 +53,10 @@ def every_attempt_failed(
     if plan.route_plan.ladder is Ladder.SUBSCRIPTION:
         # Every verified plan connection failed at run time: still never a paid fallback.
         code = "subscription_unavailable"
-    return Refusal(
-        status, message, code=code, retry_after_s=retry_after_s if status == 429 else None
-    )
+    if status != 429:
+        return Refusal(status, message, code=code)
+    reset = plan.route_plan.earliest_reset
+    if now is not None and reset is not None and reset > now:
+        plan_wait = max(1.0, reset - now)
+        retry_after_s = plan_wait if retry_after_s is None else min(retry_after_s, plan_wait)
+    return Refusal(status, message, code=code, retry_after_s=retry_after_s)

@@ -188,9 +188,17 @@ def price(
     return Costs(billed or 0.0, listed if listed is not None else usage.cost_usd)
 
 
-def over_budget(shortfalls: list[Shortfall | BudgetUnavailable], now: float) -> Refusal:
+def over_budget(
+    shortfalls: list[Shortfall | BudgetUnavailable],
+    now: float,
+    plan_reset_at: float | None = None,
+) -> Refusal:
     """The refusal for a request whose every paid route was over a budget, or whose
-    budgets could not be checked."""
+    budgets could not be checked.
+
+    Its `Retry-After` is the first moment any route could take the request: the budget's
+    reset, or `plan_reset_at`, when a plan connection the ladder skipped for its quota or a
+    cooldown is usable again, if that comes sooner."""
     unchecked = next((each for each in shortfalls if isinstance(each, BudgetUnavailable)), None)
     if unchecked is not None:
         return budget_store_unavailable(unchecked)
@@ -202,7 +210,10 @@ def over_budget(shortfalls: list[Shortfall | BudgetUnavailable], now: float) -> 
             f"{key.period} (it resets at {_utc(key.resets_at)}); raise client_keys[].budget_usd "
             "or wait for the reset"
         )
-        return Refusal(429, message, code="budget_exhausted", retry_after_s=key.resets_at - now)
+        wait = _sooner(key.resets_at, plan_reset_at, now)
+        return Refusal(
+            429, message + _plan_first(wait, key.resets_at, now), "budget_exhausted", wait
+        )
     rungs = sorted({each.name for each in over})
     period = over[0].period if over else "period"
     # The first budget to reset is the first that can take the request again.
@@ -213,8 +224,22 @@ def over_budget(shortfalls: list[Shortfall | BudgetUnavailable], now: float) -> 
         + (f" (it resets at {_utc(resets_at)})" if resets_at is not None else "")
         + _what_to_do(over)
     )
-    wait = None if resets_at is None else max(1.0, resets_at - now)
+    wait = _sooner(resets_at, plan_reset_at, now)
+    message += _plan_first(wait, resets_at, now)
     return Refusal(429, message, code="budget_exhausted", retry_after_s=wait)
+
+
+def _sooner(budget_reset: float | None, plan_reset: float | None, now: float) -> float | None:
+    """Seconds until the first of the budget's reset and a plan's reset (at least 1)."""
+    resets = [at for at in (budget_reset, plan_reset) if at is not None and at > now]
+    return max(1.0, min(resets) - now) if resets else None
+
+
+def _plan_first(wait: float | None, budget_reset: float | None, now: float) -> str:
+    """The message's note when a plan's reset, not the budget's, sets the retry moment."""
+    if wait is None or (budget_reset is not None and budget_reset - now <= wait):
+        return ""
+    return f"; a plan connection is usable again sooner: retry after {wait:.0f}s"
 
 
 def budget_store_unavailable(unchecked: BudgetUnavailable) -> Refusal:

@@ -26,6 +26,7 @@ from rungway.engine.state import QuotaObserver
 from rungway.protocol.failures import Failure
 from rungway.protocol.sessions import response_key
 from rungway.protocol.usage import INVALID_USAGE, ReportedUsage
+from rungway.quota.errors import limit_detail
 
 log = logging.getLogger("rungway.engine")
 
@@ -140,7 +141,7 @@ class Trail:
                 failure.kind.value,
                 failure.status,
                 ms(time.perf_counter() - started),
-                failure.message[:300],
+                limit_detail(failure),
             )
         )
         if failure.retry_after_s is not None:

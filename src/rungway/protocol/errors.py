@@ -3,6 +3,7 @@ error event."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Final, Protocol
 
@@ -25,6 +26,35 @@ class ErrorBody(Protocol):
         """The body for `status`; `retry_after_s`, when set, is also in the `retry-after`
         header, and an API whose errors carry the wait in the body (Google's) puts it there."""
         ...
+
+
+LONGEST_CLIENT_WAIT_S: Final = 60.0
+"""The longest `retry-after` a refusal leaves a client to sleep through on its own.
+
+The official SDKs retry a 429 twice by default and sleep what `retry-after` says between
+tries: anthropic 2.x for any wait, openai 3.x up to 120 s (`MAX_RETRY_AFTER_DELAY`), and
+their earlier releases up to 60 s, past which they ignore the header and back off for under
+8 s, so their retries come before the route can serve and fail again. A minute is the
+longest wait every release honours, and about what an agent's user will sit through
+without word; past it the refusal also says `x-should-retry: false`, which every release
+obeys, so the client gets the message (with the moment to retry) at once."""
+
+
+def refusal_headers(retry_after_s: float | None) -> list[tuple[str, str]]:
+    """The headers that tell a client when to retry a refusal: `retry-after` in whole
+    seconds (rounded up, never before the moment), `retry-after-ms` to the millisecond for
+    the clients that read it, and `x-should-retry: false` past `LONGEST_CLIENT_WAIT_S`."""
+    if retry_after_s is None:
+        return []
+    wait = max(0.001, retry_after_s)
+    # Rounded up past a millisecond's float noise: a wait of 30.0000001 s is 30 s.
+    headers = [
+        ("retry-after", str(max(1, math.ceil(wait - 0.001)))),
+        ("retry-after-ms", str(max(1, round(wait * 1000)))),
+    ]
+    if wait > LONGEST_CLIENT_WAIT_S:
+        headers.append(("x-should-retry", "false"))
+    return headers
 
 
 StreamErrorEvent = Callable[[str, FailureClass | None], bytes]

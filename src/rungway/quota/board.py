@@ -20,6 +20,7 @@ from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota.breaker import TRIPPING, Breaker, BreakerPolicy
 from rungway.quota.burn import BurnBook
 from rungway.quota.cooldown import CooldownPolicy, cooldown_until
+from rungway.quota.errors import limit_kind
 from rungway.quota.store import SavedConnection, StateStore
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import (
@@ -168,8 +169,12 @@ class QuotaBoard:
                 or until > current.until
             ):
                 # Long enough to keep the fix a failure names: a named model whose every
-                # connection rests is answered with this reason alone.
-                reason = f"{failure.kind}: {failure.message[:300]}"
+                # connection rests is answered with this reason alone. The limit kind
+                # (`rate_limited (throttle): ...`) tells a minute's throttle from a spent
+                # window or budget wherever the reason is shown.
+                limit = limit_kind(failure)
+                kind = failure.kind if limit is None else f"{failure.kind} ({limit})"
+                reason = f"{kind}: {failure.message[:300]}"
                 self._rests[connection_id] = _Rest(until, reason)
             self._levels[connection_id] = level + 1
         if failure.kind in TRIPPING:

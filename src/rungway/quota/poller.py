@@ -107,14 +107,23 @@ class UsagePoller:
         return connection_id in self._targets
 
     def needs_reading(self, connection_id: str, now: float) -> bool:
-        """True when no fresh account-wide reading of the connection exists."""
+        """True when no fresh account-wide reading of the connection exists, or when a
+        window it read has reset since: the first request after a reset reads the new
+        window inline instead of being planned on the old one."""
         state = self._board.connection_states(now).get(connection_id)
+        # A poll since the reset that did not replace the window (the endpoint does not
+        # report it) has read all there is: not a poll per request until it ages.
+        read_at = self._last.get(connection_id, 0.0)
+        fresh_one = False
         for window in state.windows if state is not None else ():
-            fresh = now - window.checked_at <= self._max_age
-            current = window.resets_at is None or window.resets_at > now
-            if window.model is None and fresh and current:
-                return False
-        return True
+            if (
+                window.resets_at is not None
+                and max(window.checked_at, read_at) < window.resets_at <= now
+            ):
+                return True
+            if window.model is None and now - window.checked_at <= self._max_age:
+                fresh_one = True
+        return not fresh_one
 
     async def verify(self, connection_ids: Iterable[str]) -> None:
         """Poll, within the deadline, each of `connection_ids` that lacks a fresh reading."""

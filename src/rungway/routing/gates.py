@@ -56,10 +56,12 @@ def window_verdict(
     """
     name = window.name
     if window.resets_at is not None and window.resets_at <= now:
-        # The window this reading describes is over: it says nothing about the new one.
-        return (
-            Verdict(SkipReason.QUOTA_STALE, f"{name}: reset since it was read") if strict else PASS
-        )
+        # The window this reading describes is over, and a new one starts unspent. The
+        # engine re-reads a polled plan inline before `auto/subscription` plans; one read
+        # from headers alone (or whose poll failed) is tried once: only a hard-stop plan
+        # passes the strict ladder, and it cannot bill, so trying costs nothing and its
+        # answer is the reading. Skipping it as stale would refuse at the very reset.
+        return PASS
     fresh = now - window.checked_at <= settings.max_state_age_s
     exhausted = _exhaustion(window, settings)
     if exhausted is not None and (fresh or window.resets_at is not None):

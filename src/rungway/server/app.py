@@ -23,7 +23,7 @@ from rungway.logs.access import AccessSink, refusal_entry
 from rungway.protocol import anthropic_messages, gemini, openai_chat, openai_responses
 from rungway.protocol import request_checks as checks
 from rungway.protocol.api import Api
-from rungway.protocol.errors import ERROR_BODIES
+from rungway.protocol.errors import ERROR_BODIES, refusal_headers
 from rungway.server.admin import PREFIX as ADMIN_PREFIX
 from rungway.server.admin import AdminApi
 from rungway.server.asgi import (
@@ -388,6 +388,6 @@ async def _refuse(send: Send, api: Api, request_id: str, refusal: Refusal) -> No
         refusal.status, refusal.message, refusal.code, retry_after_s=refusal.retry_after_s
     )
     headers = _base_headers(request_id) + list(refusal.headers)
-    if refusal.retry_after_s is not None:
-        headers.append(("retry-after", str(max(1, round(refusal.retry_after_s)))))
+    # Never a retry before the stated moment, and no silent sleep past a minute.
+    headers += refusal_headers(refusal.retry_after_s)
     await send_reply(send, refusal.status, headers, body)

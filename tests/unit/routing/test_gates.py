@@ -48,14 +48,13 @@ def reason(
 
 
 @pytest.mark.parametrize("resets_in", [-3_600.0, -0.001, 0.0])
-def test_window_whose_reset_has_come_is_stale_for_subscription_and_no_evidence_for_thrifty(
+def test_window_whose_reset_has_come_passes_both_ladders_as_a_new_unspent_window(
     resets_in: float,
 ) -> None:
-    # Read a second ago and showing exhaustion: still nothing to go on after the reset.
+    # Read a second ago and showing exhaustion: the reading is of the window that is over,
+    # and the new one starts unspent, so the plan is tried rather than refused as stale.
     w = window(0, resets_in=resets_in, status=WindowStatus.REJECTED)
-    verdict = window_verdict(w, DEFAULTS, NOW, strict=True)
-    assert verdict.reason is SkipReason.QUOTA_STALE
-    assert verdict.detail == "5h: reset since it was read"
+    assert window_verdict(w, DEFAULTS, NOW, strict=True) == PASS
     assert window_verdict(w, DEFAULTS, NOW, strict=False) == PASS
 
 

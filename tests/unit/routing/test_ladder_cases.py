@@ -274,18 +274,19 @@ def test_an_unpriced_model_on_a_budgeted_paid_rung_is_skipped_with_the_fix() -> 
 
 @pytest.mark.parametrize(
     ("resets_in", "kept"),
-    [(-0.001, False), (0.0, False), (60.0, True), (None, True)],
+    [(-0.001, True), (0.0, True), (60.0, False), (None, False)],
     ids=["reset-1ms-ago", "reset-now", "reset-in-60s", "no-reset"],
 )
-def test_case21_window_whose_reset_passed_is_stale_at_once(
+def test_case21_window_whose_reset_passed_is_tried_at_once(
     resets_in: float | None, kept: bool
 ) -> None:
-    # Read one second ago, so only the reset instant can make it stale.
-    states = {"c1": state(window(resets_in=resets_in, age=1.0))}
+    # Read one second ago and spent: at its reset the new window starts unspent, and a
+    # hard-stop plan is tried (never refused as `quota_stale` at the reset it announced).
+    states = {"c1": state(window(0, resets_in=resets_in, age=1.0))}
     plan = route("auto/subscription", [connection("c1")], states)
     assert bool(plan.candidates) is kept
     if not kept:
-        assert skip_reasons(plan, "c1") == ["quota_stale"]
+        assert skip_reasons(plan, "c1") == ["quota_exhausted"]
 
 
 def test_case21_thrifty_ignores_an_exhausted_reading_of_a_window_that_has_since_reset() -> None:
@@ -341,7 +342,7 @@ def test_mixed_plan_and_key_candidate_splits_and_each_part_keeps_only_its_rung()
     assert skip_reasons(strict, "k1") == ["not_subscription"]
 
 
-def test_a_passed_5h_reset_makes_the_connection_stale_even_while_its_7d_window_is_fresh() -> None:
+def test_a_passed_5h_reset_lets_the_connection_be_tried_while_its_7d_window_is_fresh() -> None:
     roster = [connection("s1"), connection("s2")]
     states = {
         "s1": state(
@@ -352,8 +353,9 @@ def test_a_passed_5h_reset_makes_the_connection_stale_even_while_its_7d_window_i
         ),
     }
     strict = route("auto/subscription", roster, states)
-    assert order(strict) == [("m1", SUB, ("s2",))]
-    assert [s.detail for s in strict.skipped] == ["5h: reset since it was read"]
+    # The 1 % it showed is from the old 5h window: the new one starts unspent.
+    assert {c for cand in strict.candidates for c in cand.connection_ids} == {"s1", "s2"}
+    assert strict.skipped == ()
     # Thrifty reads the passed reset as "no evidence": the 1 % it showed is from the old window.
     assert order(route("auto/thrifty", roster, states)) == [("m1", SUB, ("s1", "s2"))]
 

@@ -292,10 +292,11 @@ def applicable(state: ConnectionState, model: str) -> list[QuotaWindow]:
 
 
 def verified_headroom(w: QuotaWindow, world: World) -> bool:
-    """Fresh, not past its reset, read as allowed, and above its cut-off (or re-entry)."""
+    """Past its reset (a new window starts unspent, and a hard-stop plan cannot bill), or
+    fresh, read as allowed, and above its cut-off (or re-entry)."""
     s, now = world.settings, world.now
     if w.resets_at is not None and w.resets_at <= now:
-        return False
+        return True
     if now - w.checked_at > s.max_state_age_s:
         return False
     if w.status not in (WindowStatus.ALLOWED, WindowStatus.WARNING) or w.used_percent is None:
