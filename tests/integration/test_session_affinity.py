@@ -16,6 +16,7 @@ from typing import Any
 
 import anthropic
 import httpx
+import openai
 import orjson
 import pytest
 
@@ -34,6 +35,7 @@ from tests.services import REDIS_URL
 
 HOUR = 3600.0
 ACCOUNTS = ("plan-a", "plan-b")
+CODEX = "gpt-5-codex"
 LADDER = {
     "rung_budget_usd": {"cheap": None, "premium": None},
     "pool_strategy": "fill_first",
@@ -233,3 +235,69 @@ def test_three_replicas_on_redis_keep_a_session_on_one_account(
     turns = [_turn(next(round_robin), "session-1") for _ in range(6)]
     assert turns == ["plan-a"] * 6
     assert sum(_moves(replica) for replica in replicas) == 1
+
+
+def _codex_account(name: str) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": name,
+            "api": "responses",
+            "quota_headers": "codex",
+            "codex": {"plan_type": "plus"},
+            "auth": {"kind": "bearer", "token": _token(name)},
+            "models": [{"id": CODEX}],
+            "response": {"output_tokens": 24, "chunk_tokens": 4},
+        }
+    )
+
+
+@pytest.fixture
+def codex_pool(tmp_path: Path) -> Iterator[Pool]:
+    """Two ChatGPT plan accounts serving Codex (a Responses upstream)."""
+    clock = FakeClock(START)
+    sims = {name: SimUpstream(_codex_account(name), clock) for name in ACCOUNTS}
+    with sims["plan-a"], sims["plan-b"]:
+        connections = []
+        for name, sim in sims.items():
+            (tmp_path / f"{name}.token").write_text(_token(name))
+            connections.append(
+                {
+                    "id": name,
+                    "provider": "codex",
+                    "auth": "oauth",
+                    "credential": {"file": str(tmp_path / f"{name}.token")},
+                    "base_url": f"{sim.url}/backend-api/codex",
+                    "models": [CODEX],
+                }
+            )
+        yield Pool(clock, sims, connections)
+
+
+def test_a_responses_conversation_follows_its_previous_response_to_its_account(
+    codex_pool: Pool, start_gateway: StartGateway
+) -> None:
+    pool = codex_pool
+    gateway = start_gateway(clock=pool.clock, connections=pool.connections, ladder=LADDER)
+    # plan-a rests after a 529 on the first turn, which plan-b then serves.
+    pool.sims["plan-a"].push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0)
+    with client:
+        first = client.responses.with_raw_response.create(
+            model="auto/thrifty", input="Start a refactor.", store=False
+        )
+        assert first.headers["x-rungway-connection"] == "plan-b"
+        pool.clock.advance(601)  # plan-a is back, and first in the pool again
+        previous = first.parse().id
+        served = []
+        for turn in range(3):
+            # Each turn names only the response before it: no key, no shared opening.
+            raw = client.responses.with_raw_response.create(
+                model="auto/thrifty", input=f"Step {turn}.", previous_response_id=previous
+            )
+            served.append(raw.headers["x-rungway-connection"])
+            previous = raw.parse().id
+        fresh = client.responses.with_raw_response.create(
+            model="auto/thrifty", input="Another conversation."
+        )
+    assert served == ["plan-b"] * 3
+    assert fresh.headers["x-rungway-connection"] == "plan-a"
