@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ HOUR = 3600.0
 B_RESETS_IN = 600.0
 
 
-def _account(token: str, first_reset_at: float | None) -> Scenario:
+def _account(token: str, first_reset_at: float | None, capacity: int = 1000) -> Scenario:
     return Scenario.model_validate(
         {
             "name": f"pool-{token[-1]}",
@@ -40,7 +41,7 @@ def _account(token: str, first_reset_at: float | None) -> Scenario:
                 {
                     "name": "5h",
                     "claim": "five_hour",
-                    "capacity": 1000,
+                    "capacity": capacity,
                     "length_s": 5 * HOUR,
                     "first_reset_at": first_reset_at,
                 },
@@ -80,29 +81,49 @@ class Pool:
         return body
 
 
-@pytest.fixture
-def pool(start_gateway: StartGateway, tmp_path: Path) -> Iterator[Pool]:
-    clock = FakeClock(START)
+def _start_pool(
+    start_gateway: StartGateway,
+    folder: Path,
+    clock: FakeClock,
+    *,
+    b_resets_at: float | None,
+    capacity: int = 1000,
+) -> Iterator[Pool]:
     tokens = {"plan-a": "sk-ant-oat01-pool-a", "plan-b": "sk-ant-oat01-pool-b"}
-    first = SimUpstream(_account(tokens["plan-a"], None), clock)
-    # Bought earlier: its 5h window resets ten minutes from now.
-    second = SimUpstream(_account(tokens["plan-b"], START + B_RESETS_IN), clock)
+    first = SimUpstream(_account(tokens["plan-a"], None, capacity), clock)
+    second = SimUpstream(_account(tokens["plan-b"], b_resets_at, capacity), clock)
     with first, second:
         connections = []
         for (name, token), sim in zip(tokens.items(), (first, second), strict=True):
-            (tmp_path / f"{name}.token").write_text(token)
+            (folder / f"{name}.token").write_text(token)
             connections.append(
                 {
                     "id": name,
                     "provider": "anthropic",
                     "auth": "oauth",
-                    "credential": {"file": str(tmp_path / f"{name}.token")},
+                    "credential": {"file": str(folder / f"{name}.token")},
                     "base_url": sim.url,
                     "models": [CLAUDE],
                 }
             )
         gateway = start_gateway(clock=clock, connections=connections)
         yield Pool(clock, gateway.url)
+
+
+@pytest.fixture
+def pool(start_gateway: StartGateway, tmp_path: Path) -> Iterator[Pool]:
+    """Two accounts; the second, bought earlier, has its 5h window reset ten minutes in."""
+    yield from _start_pool(
+        start_gateway, tmp_path, FakeClock(START), b_resets_at=START + B_RESETS_IN
+    )
+
+
+@pytest.fixture
+def roomy_pool(start_gateway: StartGateway, tmp_path: Path) -> Iterator[Pool]:
+    """Two accounts with room for long prompts, on a clock at the wall clock's time, as the
+    ledger stamps its rows by it (the cache-hit share is today's)."""
+    clock = FakeClock(float(int(time.time())))
+    yield from _start_pool(start_gateway, tmp_path, clock, b_resets_at=None, capacity=10**7)
 
 
 def _accounts(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -251,3 +272,51 @@ def test_each_account_counts_the_sessions_pinned_to_it_until_their_pins_expire(
         account: entry["pinned_sessions"] for account, entry in _accounts(pool.pools()).items()
     }
     assert after == {"plan-a": 0, "plan-b": 0}
+
+
+def _cached_turn(url: str, account: str, system: str) -> dict[str, Any]:
+    """One turn with a long system prompt marked for caching; the usage the client saw."""
+    with anthropic.Anthropic(
+        base_url=url, api_key="unused", max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    ) as client:
+        message = client.messages.create(
+            model=f"{account}/{CLAUDE}",
+            max_tokens=32,
+            system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            messages=HELLO,
+        )
+    return message.usage.model_dump()
+
+
+def test_each_account_shows_its_share_of_cache_hits_today(roomy_pool: Pool) -> None:
+    system = "You review pull requests for a payments service. " * 200
+    usages = [_cached_turn(roomy_pool.url, "plan-a", system) for _ in range(3)]
+    usages.append(_cached_turn(roomy_pool.url, "plan-b", system))
+    # The first turn on each account writes the prefix; the next ones on plan-a read it.
+    assert [u["cache_read_input_tokens"] > 0 for u in usages] == [False, True, True, False]
+    accounts = _accounts(roomy_pool.pools())
+    spend = httpx.get(
+        f"{roomy_pool.url}/admin/spend", params={"by": "connection", "period": "day"}
+    ).json()
+    rows = {row["group"]: row for row in spend["rows"]}
+    read = sum(u["cache_read_input_tokens"] for u in usages[:3])
+    every = sum(
+        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+        for u in usages[:3]
+    )
+    assert rows["plan-a"]["input_tokens"] == every
+    assert accounts["plan-a"]["cache_hit_share"] == pytest.approx(read / every)
+    assert accounts["plan-b"]["cache_hit_share"] == 0.0
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "rungway", "status", "--url", roomy_pool.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "COLUMNS": "240"},
+    )
+    assert shown.returncode == 0, shown.stderr
+    table = shown.stdout.split("the plans' accounts, by pool", 1)[1]
+    (first,) = [line for line in table.splitlines() if "│ plan-a" in line]
+    assert first.rstrip("│ ").endswith(f"{read / every * 100:.0f}%")

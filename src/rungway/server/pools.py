@@ -96,7 +96,7 @@ class PoolsView:
                 # accounts' quota, which is this process's own.
                 report = None
             if report is not None:
-                shares = {row.group: _cache_share(row) for row in report.rows}
+                shares = {row.group: row.cache_hit_share for row in report.rows}
         pins = self._pins()
         pinned = pins.pinned_counts(now) if pins is not None else None
         book = self._burn()
@@ -125,12 +125,6 @@ class PoolsView:
                 for key, members in self._pools.items()
             ],
         }
-
-
-def _cache_share(row: object) -> float | None:
-    # The ledger's reports carry each connection's cache-hit share once they count it.
-    share = getattr(row, "cache_hit_share", None)
-    return float(share) if isinstance(share, int | float) else None
 
 
 def _account(
