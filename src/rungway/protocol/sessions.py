@@ -70,8 +70,10 @@ def response_key(response_id: object) -> str | None:
 
 
 def short_session(key: str) -> str:
-    """A short hash of a session key, for the ledger and logs: never the key itself."""
-    return hashlib.blake2b(key.encode(), digest_size=6).hexdigest()
+    """A short form of a session key for the ledger and logs: its kind and the start of
+    its hash (a key is already a hash of its source, never the source)."""
+    kind, _, digest = key.partition(":")
+    return f"{kind}:{digest[:12]}"
 
 
 def _key(api: Api, headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
