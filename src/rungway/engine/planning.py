@@ -19,6 +19,7 @@ from rungway.clock import Clock
 from rungway.engine.call import Call, Refusal
 from rungway.engine.pins import PinStore
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
+from rungway.engine.waiting import Gone, ResetWaits
 from rungway.protocol.clients import recognise_client
 from rungway.protocol.sessions import session_key, short_session
 from rungway.routing.autoid import BadAutoId, Ladder
@@ -125,6 +126,7 @@ class Planner:
             for served in connection.models
         }
         self._named: dict[str, Plan] = {}
+        self._waits = ResetWaits(ladder.clock, ladder.settings)
         self._terms = TermsGate(ladder.roster.connections.values() if judge_terms else ())
         self._subscription_connections = [
             connection.id
@@ -132,12 +134,14 @@ class Planner:
             if connection.billing.billing is BillingClass.SUBSCRIPTION
         ]
 
-    async def plan(self, call: Call) -> Plan | Refusal:
+    async def plan(self, call: Call, gone: Gone | None = None) -> Plan | Refusal:
         """Where the request may go, or why it cannot go anywhere.
 
         A request that names no model this gateway knows is refused here; one the ladder
         or the connections' state turn away gets a plan with no routes and its `refusal`,
-        so that the engine records it."""
+        so that the engine records it. Given `gone` (returns when the client hangs up), an
+        `auto` request may be held for a plan's reset (`waiting.py`), which raises
+        `LeftWhileWaiting` if the client hangs up meanwhile."""
         model: str = call.body["model"]
         # Who sent it matters only where a plan's terms or a bound key keep clients off.
         client = (
@@ -155,19 +159,12 @@ class Planner:
         except BadAutoId as error:
             return Refusal(400, str(error), "invalid_auto_id")
         if resolution.auto is not None:
-            if resolution.auto.ladder is Ladder.SUBSCRIPTION:
-                # Fail closed needs verified readings: fetch the missing ones first (not for
-                # a disabled plan, which no reading would bring back).
-                states = self._ladder.state.connection_states(self._ladder.clock.now())
-                await self._ladder.verifier.verify(
-                    [
-                        c
-                        for c in self._subscription_connections
-                        if not states.get(c, _ENABLED).disabled
-                    ]
-                )
-            session, pinned = await self._session(call)
-            return self._ladder_plan(call, resolution, client, session, pinned)
+            planned = await self._auto_plan(call, resolution, client)
+            if gone is None:
+                return planned
+            return await self._waits.held(
+                planned, gone, lambda: self._auto_plan(call, resolution, client)
+            )
         named = self._named_plan(resolution)
         if resolution.exact:
             # A name a glob alias matched is one of endlessly many a client can make up:
@@ -176,6 +173,22 @@ class Planner:
                 self._named.clear()
             self._named[model] = named
         return self._without_disabled(named, client)
+
+    async def _auto_plan(
+        self, call: Call, resolution: Resolution, client: RequestClient | None
+    ) -> Plan | Refusal:
+        """An `auto` request's plan over a fresh snapshot (after reading plans' usage)."""
+        assert resolution.auto is not None
+        if resolution.auto.ladder is Ladder.SUBSCRIPTION:
+            # Fail closed needs verified readings: fetch the missing ones (and those whose
+            # window has reset since) first, not for a disabled plan, which no reading
+            # would bring back.
+            states = self._ladder.state.connection_states(self._ladder.clock.now())
+            await self._ladder.verifier.verify(
+                [c for c in self._subscription_connections if not states.get(c, _ENABLED).disabled]
+            )
+        session, pinned = await self._session(call)
+        return self._ladder_plan(call, resolution, client, session, pinned)
 
     def _without_disabled(self, named: Plan, client: RequestClient | None) -> Plan:
         """A named plan less the connections disabled, resting or kept off by their plan's

@@ -19,6 +19,7 @@ from rungway.cluster.health import HealthOf
 from rungway.engine.call import Call, Outcome, Refusal, Reply, StreamReply
 from rungway.engine.dispatch import Engine
 from rungway.engine.planning import Planner
+from rungway.engine.waiting import LeftWhileWaiting
 from rungway.logs.access import AccessSink, refusal_entry
 from rungway.protocol import anthropic_messages, gemini, openai_chat, openai_responses
 from rungway.protocol import request_checks as checks
@@ -160,7 +161,10 @@ class GatewayApp:
                 send, api, call.request_id, refusal, started=started, model=call.body.get("model")
             )
             return
-        plan = await self._planner.plan(call)
+        try:
+            plan = await self._planner.plan(call, gone=lambda: _until_disconnect(receive))
+        except LeftWhileWaiting:
+            return  # held for a plan's reset, and the client hung up: nothing happened
         if isinstance(plan, Refusal):
             await self._refuse(
                 send, api, call.request_id, plan, started=started, model=call.body.get("model")
@@ -381,6 +385,12 @@ async def _deliver(
         await send_stream(send, receive, outcome.status, outcome.headers, outcome.body)
     else:
         await _refuse(send, api, request_id, outcome)
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    """Return once the client hangs up (its body has been read: nothing else comes)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _refuse(send: Send, api: Api, request_id: str, refusal: Refusal) -> None:
