@@ -27,6 +27,7 @@ from rungway.cli.ledger_source import configured, fail, postgres_reader
 from rungway.cli.times import iso_time
 from rungway.ledger.report import LedgerUnavailable
 from rungway.ledger.sqlite import read_matching
+from rungway.quota.errors import LimitKind, limit_of_detail
 from rungway.server.requests import MAX_MATCHES, request_detail
 from rungway.stores import default_ledger_path
 
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
 
 out = Console()
 err = Console(stderr=True)
+
+_REFUSAL_LIMITS = {
+    "budget_exhausted": LimitKind.BUDGET,
+    "rate_limit_exceeded": LimitKind.THROTTLE,
+    "subscription_unavailable": LimitKind.WINDOW,
+    "connections_resting": LimitKind.WINDOW,
+}
+"""The limit each of the gateway's own 429 refusals stands for."""
 
 
 def explain(
@@ -159,6 +168,8 @@ def _render(row: dict[str, Any]) -> None:
     if plan.get("ladder"):
         category = f", category {plan['category']}" if plan.get("category") else ""
         out.print(f"ladder: auto/{plan['ladder']}{category}", highlight=False)
+    for line in _limit_lines(row, plan):
+        out.print(line, highlight=False)
     candidates = Table(title="candidates, in the order tried", title_justify="left")
     for column in ("#", "rung", "provider/model", "connections", "score"):
         candidates.add_column(column)
@@ -183,14 +194,35 @@ def _render(row: dict[str, Any]) -> None:
         out.print(skipped)
     if row["attempts"]:
         attempts = Table(title="failed attempts", title_justify="left")
-        for column in ("connection", "outcome", "status", "ms", "detail"):
+        for column in ("connection", "outcome", "limit", "status", "ms", "detail"):
             attempts.add_column(column)
         for attempt in row["attempts"]:
+            limit = limit_of_detail(attempt["detail"] or "")
             attempts.add_row(
                 attempt["connection_id"],
                 attempt["outcome"],
+                limit.value if limit is not None else "",
                 str(attempt["status"] or ""),
                 f"{attempt['latency_ms']:.0f}",
                 attempt["detail"],
             )
         out.print(attempts)
+
+
+def _limit_lines(row: dict[str, Any], plan: dict[str, Any]) -> list[str]:
+    """What limit turned the request away (or held it), in words: a wait for a plan's
+    reset, the gateway's own 429, and the limit of each attempt that hit one."""
+    lines: list[str] = []
+    waited = plan.get("waited_s")
+    if waited:
+        lines.append(f"waited: held {waited:.1f}s for a plan's reset instead of paying or refusing")
+    refused = _REFUSAL_LIMITS.get(row["outcome"])
+    if refused is not None and row["status"] == 429:
+        lines.append(f"limit: {refused.value} ({refused.meaning})")
+    seen: set[LimitKind] = set() if refused is None else {refused}
+    for attempt in row["attempts"] or ():
+        limit = limit_of_detail(attempt["detail"] or "")
+        if limit is not None and limit not in seen:
+            seen.add(limit)
+            lines.append(f"limit: {limit.value} at {attempt['connection_id']} ({limit.meaning})")
+    return lines

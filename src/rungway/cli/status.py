@@ -26,6 +26,7 @@ from rungway.cli.admin_client import (
 )
 from rungway.cli.pool_table import pools_table
 from rungway.cli.times import STALE, countdown
+from rungway.quota.errors import limit_of_detail
 from rungway.routing.rungs import Rung
 
 out = Console()
@@ -134,5 +135,9 @@ def _cooldown(entry: dict[str, Any], now: float) -> str:
     until = entry["cooldown_until"]
     if not until:
         return "[dim]-[/]"
-    reason = f"\n{escape(entry['cooldown_reason'])}" if entry["cooldown_reason"] else ""
-    return f"[yellow]ends {countdown(until, now)}[/]{reason}"
+    said = entry["cooldown_reason"] or ""
+    reason = f"\n{escape(said)}" if said else ""
+    # Which limit it rests for: a minute's throttle, a spent window, a spent budget.
+    limit = limit_of_detail(said)
+    kind = f" [bold]{limit.value}[/]" if limit is not None else ""
+    return f"[yellow]ends {countdown(until, now)}[/]{kind}{reason}"
