@@ -165,6 +165,7 @@ def test_a_claude_conversation_reads_its_accounts_cache_and_not_another_accounts
     elsewhere_at, elsewhere = _claude_turn(gateway.url, f"plan-b/{CLAUDE}", conversation)
     assert elsewhere_at == "plan-b"
     assert elsewhere.cache_read_input_tokens == 0
+    assert second.cache_creation_input_tokens is not None
     assert elsewhere.cache_creation_input_tokens == (
         second.cache_read_input_tokens + second.cache_creation_input_tokens
     )

@@ -204,43 +204,32 @@ def test_another_model_does_not_read_this_models_cache() -> None:
     assert serve(cache, body, 1.0, model="claude-opus-4-1").read_tokens == 0
 
 
+def _blocks(count: int, marked: int) -> list[dict[str, Any]]:
+    """`count` user content blocks of 100 tokens, the one at `marked` a breakpoint."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text(100, "b")} for _ in range(count)]
+    blocks[marked]["cache_control"] = dict(EPHEMERAL)
+    return blocks
+
+
 def test_a_breakpoint_looks_back_twenty_blocks_only() -> None:
     cache = PromptCache()
-    blocks = [{"type": "text", "text": text(100, "b")} for _ in range(30)]
-    blocks[0]["cache_control"] = dict(EPHEMERAL)
-    first = {
-        "model": SONNET,
-        "system": text(1100),
-        "messages": [{"role": "user", "content": blocks[:1]}],
-    }
-    serve(cache, first, 0.0)
-    near = [dict(block) for block in blocks[:21]]
-    near[0].pop("cache_control")
-    near[-1]["cache_control"] = dict(EPHEMERAL)
-    far = [dict(block) for block in blocks[:23]]
-    far[0].pop("cache_control")
-    far[-1]["cache_control"] = dict(EPHEMERAL)
-    body_near = {**first, "messages": [{"role": "user", "content": near}]}
-    body_far = {**first, "messages": [{"role": "user", "content": far}]}
-    assert serve(PromptCache(), first, 0.0).written_tokens > 0
-    hit = cache.look(
-        "acct-1",
-        SONNET,
-        anthropic_boundaries(body_near),
-        10**6,
-        rules=anthropic_rules(SONNET),
-        now=1.0,
-    )
-    miss = cache.look(
-        "acct-1",
-        SONNET,
-        anthropic_boundaries(body_far),
-        10**6,
-        rules=anthropic_rules(SONNET),
-        now=1.0,
-    )
-    assert hit.read_tokens > 0
-    assert miss.read_tokens == 0
+
+    def body(count: int) -> dict[str, Any]:
+        content = _blocks(count, count - 1)
+        return {
+            "model": SONNET,
+            "system": text(1100),
+            "messages": [{"role": "user", "content": content}],
+        }
+
+    written = serve(cache, body(1), 0.0).written_tokens
+    assert written > 0
+    rules = anthropic_rules(SONNET)
+    # The breakpoint 20 blocks after the cached one still finds it; 22 after, it does not.
+    near = cache.look("acct-1", SONNET, anthropic_boundaries(body(21)), 10**6, rules=rules, now=1.0)
+    far = cache.look("acct-1", SONNET, anthropic_boundaries(body(23)), 10**6, rules=rules, now=1.0)
+    assert near.read_tokens == written
+    assert far.read_tokens == 0
 
 
 def chat_body(turns: list[str]) -> dict[str, Any]:

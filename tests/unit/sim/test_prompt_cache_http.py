@@ -113,7 +113,7 @@ def test_a_plan_window_counts_cache_reads_at_a_tenth(
     used = plan_sim.state().windows[0].used
 
     def whole(usage: Any) -> int:
-        return (
+        return int(
             usage.input_tokens
             + usage.cache_creation_input_tokens
             + usage.cache_read_input_tokens
