@@ -409,7 +409,14 @@ def build_roster(settings: Settings) -> Roster:
         )
         connections.append(
             RosterConnection(
-                config.id, config.provider, config.auth.value, api, billing, tuple(served), terms
+                config.id,
+                config.provider,
+                config.auth.value,
+                api,
+                billing,
+                tuple(served),
+                terms,
+                owner=config.pool_owner,
             )
         )
     return Roster(connections)

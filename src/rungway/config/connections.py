@@ -73,6 +73,15 @@ class ConnectionConfig(_Frozen):
     client_key: Annotated[str, Field(pattern=NAME, max_length=64)] | None = None
     """The one client key (`client_keys[].name`) this connection serves, for a plan that is
     one person's; requests made with any other key skip it."""
+    owner: Annotated[str, Field(pattern=NAME, max_length=64)] | None = None
+    """Whose account this is: the connections of one plan and one owner form a pool, which
+    `ladder.pool_strategy` orders; a pool never mixes owners. Unset, the `client_key`
+    stands for the owner (and with neither, the plan's connections share one pool)."""
+
+    @property
+    def pool_owner(self) -> str | None:
+        """The owner a pool is keyed by: `owner`, else the bound `client_key`."""
+        return self.owner if self.owner is not None else self.client_key
 
     @field_validator("proxy")
     @classmethod

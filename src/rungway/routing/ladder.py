@@ -12,7 +12,9 @@ quota readings above the cut-off, no cooldown and a closed breaker.
 evidence: an exhausted window, a cooldown, an open breaker, a paid rung over budget. A
 model without a price is left off a paid rung that has a budget, which could not bind it.
 Candidates are split per rung, so a candidate's connections all sit on its rung, and
-ordered by rung, then by score within the rung.
+ordered by rung, then by score within the rung. Within a candidate, each pool of accounts
+is ordered by `ladder.pool_strategy`, the session's pinned connection first
+(`routing/pools.py`); that never moves a candidate.
 
 The work is done per connection and per distinct set of connections, not per (connection,
 model) pair: the roster shares one id tuple between all groups with the same members.
@@ -36,6 +38,7 @@ from rungway.routing.gates import (
 from rungway.routing.ladder_index import LadderIndex, connection_skip
 from rungway.routing.needs import NO_NEEDS, RequestNeeds
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
+from rungway.routing.pools import PoolOrder
 from rungway.routing.rungs import Rung
 from rungway.routing.scoring import WEIGHTS, score
 from rungway.routing.settings import LadderSettings
@@ -88,14 +91,19 @@ def plan_route(
         served = able.served
     for order, group in served:
         planner.place(order, group)
+    candidates = planner.ranked()
+    pinned = request.pinned
+    if pinned is not None and not any(pinned in c.connection_ids for c in candidates):
+        pinned = None  # not usable now: the strategy alone ordered its pool
     return RoutePlan(
         requested=request.requested,
         ladder=request.spec.ladder,
         category=request.spec.category,
-        candidates=planner.ranked(),
+        candidates=candidates,
         skipped=tuple(planner.skipped),
         earliest_reset=_earliest_reset(planner.skipped, snapshot),
         subscription_exhausted=_subscription_waits(planner.skipped, snapshot),
+        pinned=pinned,
     )
 
 
@@ -133,6 +141,10 @@ class _Planner:
         self._shares: dict[int, _Judged] = {}
         self.index = LadderIndex.of(snapshot)
         self._open = self._open_rungs()
+        # None (a strategy with no pool of several accounts to order, and no pin) costs
+        # nothing per candidate.
+        pools = PoolOrder(settings.pool_strategy, snapshot.states, now, snapshot.roster)
+        self._pools = pools if pools.needed(request.pinned) else None
 
     def _open_rungs(self) -> frozenset[Rung]:
         """Rungs still open after their budgets, noting every rung a budget closes."""
@@ -237,7 +249,7 @@ class _Planner:
                 if judged is None:
                     judged = shares[id(ids)] = self._judge_ids(ids, None, None)
             else:
-                judged = self._judge_ids(ids, blocked, own_headroom)
+                judged = self._judge_ids(ids, blocked, own_headroom, group.model)
             kept, _, _ = judged
             if kept:
                 self._entries.append(
@@ -249,7 +261,10 @@ class _Planner:
         ids: tuple[str, ...],
         blocked: set[str] | None,
         own_headroom: dict[str, float | None] | None,
+        model: str | None = None,
     ) -> _Judged:
+        """The connections of `ids` kept, in their pools' order, and their best headroom
+        and health. `model` is given when model-scoped windows bear on it."""
         admitted = self._admitted
         kept = [c for c in ids if c in admitted and (blocked is None or c not in blocked)]
         if not kept:
@@ -264,7 +279,10 @@ class _Planner:
             if headroom is not None and (best_headroom is None or headroom > best_headroom):
                 best_headroom = headroom
             best_health = max(best_health, health)
-        return (tuple(kept) if len(kept) < len(ids) else ids), best_headroom, best_health
+        ordered = tuple(kept) if len(kept) < len(ids) else ids
+        if self._pools is not None and len(ordered) > 1:
+            ordered = self._pools.order(ordered, self.request.pinned, model)
+        return ordered, best_headroom, best_health
 
     def ranked(self) -> tuple[Candidate, ...]:
         """The candidates by rung, then by score within the rung, then in roster order."""

@@ -74,6 +74,8 @@ class RoutePlan:
     skipped: tuple[Skip, ...]
     earliest_reset: float | None = None
     subscription_exhausted: bool = False
+    pinned: str | None = None
+    """The session's pinned connection when it was usable, so first within its pool."""
 
     def to_json(self) -> dict[str, Any]:
         """A plain-data form for the ledger, `explain` and the admin API."""
@@ -103,4 +105,5 @@ class RoutePlan:
                 for s in self.skipped
             ],
             "earliest_reset": self.earliest_reset,
+            "pinned": self.pinned,
         }

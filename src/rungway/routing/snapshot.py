@@ -108,6 +108,9 @@ class RosterConnection:
     models: tuple[ServedModel, ...]
     terms: ConnectionTerms = UNRESTRICTED
     """Which requests its plan's terms and its config let it serve."""
+    owner: str | None = None
+    """Whose account it is (its config's `owner:`, else its `client_key:`): a pool never
+    mixes owners (`routing/pools.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
