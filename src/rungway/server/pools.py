@@ -47,13 +47,8 @@ class PoolKey:
 
 
 def pool_key(connection: RosterConnection) -> PoolKey:
-    """The pool a connection belongs to (by provider until the config names owners)."""
-    owner = getattr(connection, "owner", None)
-    return PoolKey(
-        connection.provider,
-        connection.billing.entry,
-        owner if isinstance(owner, str) else None,
-    )
+    """The pool a connection belongs to: its plan and its owner, as the ladder's pools."""
+    return PoolKey(connection.provider, connection.billing.entry, connection.owner)
 
 
 def pools_of(roster: Roster) -> dict[PoolKey, list[RosterConnection]]:

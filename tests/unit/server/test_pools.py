@@ -15,7 +15,7 @@ from rungway.server.pools import PoolsView, pools_of
 NOW = 1_790_000_000.0
 
 
-def _roster(*connections: tuple[str, str, str]) -> Roster:
+def _roster(*connections: tuple[str, str, str], owners: dict[str, str] | None = None) -> Roster:
     document: dict[str, Any] = {
         "connections": [
             {
@@ -24,6 +24,7 @@ def _roster(*connections: tuple[str, str, str]) -> Roster:
                 "auth": auth,
                 "credential": {"env": "UNUSED"},
                 "models": ["claude-sonnet-4-5" if provider == "anthropic" else "gpt-5"],
+                **({"owner": owners[name]} if owners and name in owners else {}),
             }
             for name, provider, auth in connections
         ]
@@ -62,6 +63,30 @@ def test_plans_of_one_provider_and_billing_entry_form_one_pool_and_keys_none() -
         "anthropic": ["a", "b"],
         "codex": ["codex"],
     }
+
+
+def test_a_pool_never_mixes_owners() -> None:
+    roster = _roster(
+        ("a", "anthropic", "oauth"),
+        ("b", "anthropic", "oauth"),
+        ("c", "anthropic", "oauth"),
+        ("d", "anthropic", "oauth"),
+        owners={"a": "ana", "b": "ben", "c": "ana"},
+    )
+    pools = pools_of(roster)
+    assert {key.label: [c.id for c in members] for key, members in pools.items()} == {
+        "anthropic/ana": ["a", "c"],
+        "anthropic/ben": ["b"],
+        "anthropic": ["d"],
+    }
+    body = asyncio.run(
+        PoolsView(roster=roster, ledger=_Ledger(), burn=BurnBook, pins=lambda: None).body({}, NOW)
+    )
+    assert [(pool["pool"], pool["owner"]) for pool in body["pools"]] == [
+        ("anthropic/ana", "ana"),
+        ("anthropic/ben", "ben"),
+        ("anthropic", None),
+    ]
 
 
 def test_an_unanswering_ledger_leaves_the_cache_share_unknown_not_the_view() -> None:
