@@ -72,7 +72,7 @@ class Boundary:
     """A place a cached prefix may end: the prompt's digest and tokens up to it, and the
     TTL of the `cache_control` breakpoint there (None: no breakpoint)."""
 
-    digest: bytes
+    digest: int
     tokens: int
     breakpoint_ttl_s: float | None = None
 
@@ -104,7 +104,7 @@ class CacheUse:
     read_tokens: int = 0
     written_5m_tokens: int = 0
     written_1h_tokens: int = 0
-    _keep: tuple[tuple[bytes, float], ...] = ()
+    _keep: tuple[tuple[int, float], ...] = ()
     """The entries (digest, TTL) to store or refresh once the request is admitted."""
 
     @property
@@ -168,7 +168,7 @@ class PromptCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], dict[bytes, float]] = {}
+        self._entries: dict[tuple[str, str], dict[int, float]] = {}
         self._swept_at_size: dict[tuple[str, str], int] = {}
 
     def look(
@@ -221,7 +221,7 @@ def _explicit(
     boundaries: tuple[Boundary, ...],
     input_tokens: int,
     rules: CacheRules,
-    entries: dict[bytes, float],
+    entries: dict[int, float],
     now: float,
 ) -> CacheUse:
     marks = [i for i, boundary in enumerate(boundaries) if boundary.breakpoint_ttl_s is not None]
@@ -236,7 +236,7 @@ def _explicit(
                 read_at = index
                 break
     read = min(boundaries[read_at].tokens, input_tokens) if read_at >= 0 else 0
-    keep: list[tuple[bytes, float]] = []
+    keep: list[tuple[int, float]] = []
     if read_at >= 0:
         # A read refreshes the entry for its own TTL: the breakpoint there, else the 5 minutes.
         ttl = boundaries[read_at].breakpoint_ttl_s or rules.ttl_s
@@ -267,7 +267,7 @@ def _automatic(
     boundaries: tuple[Boundary, ...],
     input_tokens: int,
     rules: CacheRules,
-    entries: dict[bytes, float],
+    entries: dict[int, float],
     now: float,
 ) -> CacheUse:
     read = 0

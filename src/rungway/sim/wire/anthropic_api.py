@@ -21,7 +21,7 @@ from rungway.protocol.sse import encode_event
 from rungway.sim.credential import CLAUDE_CODE_ONLY, refuses_client
 from rungway.sim.exchange import Header, RecordedRequest, Reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
-from rungway.sim.prompt_cache import anthropic_rules
+from rungway.sim.prompt_cache import CacheRules, anthropic_rules
 from rungway.sim.quota.windows import Admission, QuotaBook
 from rungway.sim.scenario import Scenario, WindowSpec
 from rungway.sim.tally import Tally
@@ -111,6 +111,12 @@ def _usage(completion: Completion, output_tokens: int) -> dict[str, Any]:
 
 def _prompt(body: dict[str, Any]) -> dict[str, Any]:
     return {key: body[key] for key in ("system", "messages", "tools") if key in body}
+
+
+def _cacheable(request: RecordedRequest, input_tokens: int, rules: CacheRules) -> bool:
+    """Whether the prompt could write or read a cache: long enough, with a breakpoint.
+    A body that never says `cache_control` is not walked at all, which keeps the sim fast."""
+    return input_tokens >= rules.min_tokens and b'"cache_control"' in request.raw_body
 
 
 def _stop_reason(completion: Completion) -> str:
@@ -211,6 +217,7 @@ class AnthropicDialect:
             message = f"prompt is too long: {input_tokens} tokens > {model.context_window} maximum"
             return error_reply(400, "invalid_request_error", message)
         rules = anthropic_rules(model.id, plan=self._plan)
+        cacheable = _cacheable(request, input_tokens, rules)
         return GenerationRequest(
             model=model.id,
             stream=body.get("stream") is True,
@@ -220,7 +227,7 @@ class AnthropicDialect:
             request_id=new_request_id(),
             tools=anthropic_tool_turn(body),
             cache_rules=rules,
-            boundaries=anthropic_boundaries(body) if input_tokens >= rules.min_tokens else (),
+            boundaries=anthropic_boundaries(body) if cacheable else (),
         )
 
     def http_error(self, fault: HttpErrorFault, request_id: str) -> Reply:

@@ -1,10 +1,12 @@
 """Where a request's prompt may end a cached prefix, per wire API: its boundaries.
 
 Each builder walks the body once, in the order the provider caches it, serialises each
-block once (orjson) and chains a BLAKE2 digest through them, so the digest at a boundary
-names the whole prompt up to it. Tokens up to a boundary are the serialised bytes so far
-over four, the sims' own estimate (`completion.estimate_input_tokens`), so a prefix is
-measured in the same tokens as the prompt.
+block once (orjson) and chains a digest through them, so the digest at a boundary names
+the whole prompt up to it. The digest is Python's own `hash` (SipHash), the fastest the
+standard library has; it is salted per process, which suits a cache that lives in one.
+Tokens up to a boundary are the serialised bytes so far over four, the sims' own estimate
+(`completion.estimate_input_tokens`), so a prefix is measured in the same tokens as the
+prompt.
 
 - Anthropic Messages: tools, then system blocks, then each message's content blocks (a
   string content is one block). `cache_control` marks a breakpoint and is left out of the
@@ -17,7 +19,6 @@ measured in the same tokens as the prompt.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,22 +42,20 @@ class _Chain:
     __slots__ = ("_digest", "_size", "boundaries")
 
     def __init__(self) -> None:
-        self._digest = hashlib.blake2b(digest_size=16)
+        self._digest = 0
         self._size = 0
         self.boundaries: list[Boundary] = []
 
     def mark(self, label: bytes) -> None:
         """Fold a structural label (a section or a role) into the digest, not a boundary."""
-        self._digest.update(b"\x00" + label + b"\x00")
+        self._digest = hash((self._digest, label))
 
     def add(self, block: object, ttl_s: float | None = None) -> None:
         """Fold one block in and end a boundary after it."""
         data = orjson.dumps(block)
-        self._digest.update(data)
+        self._digest = hash((self._digest, hash(data)))
         self._size += len(data)
-        self.boundaries.append(
-            Boundary(self._digest.copy().digest(), self._size // _CHARS_PER_TOKEN, ttl_s)
-        )
+        self.boundaries.append(Boundary(self._digest, self._size // _CHARS_PER_TOKEN, ttl_s))
 
     def add_all(self, label: bytes, blocks: object) -> None:
         """Fold a section's blocks in, one boundary after each (a lone value is one block)."""
