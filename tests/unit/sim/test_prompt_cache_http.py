@@ -14,6 +14,7 @@ from rungway.sim import Scenario, SimUpstream
 from rungway.sim.pool import SimPool
 
 from .conftest import CLAUDE_CODE_HEADERS, request
+from .test_antigravity import antigravity_scenario, call, envelope
 
 START = 1_790_000_000.0
 PLAN_TOKEN = "sk-ant-oat01-cache-plan"
@@ -224,3 +225,16 @@ def test_gemini_reports_implicit_cache_hits_in_cached_content_token_count() -> N
     assert "cachedContentTokenCount" not in first
     assert 3000 < second["cachedContentTokenCount"] < second["promptTokenCount"]
     assert second["promptTokenCount"] == first["promptTokenCount"]
+
+
+def test_an_antigravity_login_reads_its_implicit_cache_inside_the_envelope() -> None:
+    inner = {
+        "systemInstruction": {"parts": [{"text": SYSTEM}]},
+        "contents": [{"role": "user", "parts": [{"text": "Fix the failing test."}]}],
+    }
+    with SimUpstream(antigravity_scenario()) as sim:
+        first = call(sim, "generateContent", envelope(request=inner)).json()
+        second = call(sim, "generateContent", envelope(request=inner)).json()
+    assert "cachedContentTokenCount" not in first["response"]["usageMetadata"]
+    usage = second["response"]["usageMetadata"]
+    assert 3000 < usage["cachedContentTokenCount"] < usage["promptTokenCount"]

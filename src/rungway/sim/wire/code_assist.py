@@ -35,6 +35,7 @@ from rungway.sim.wire.gemini_api import (
     BAD_JSON,
     GoogleDialect,
     GoogleRequest,
+    implicit_cache,
     max_tokens_refusal,
     new_response_id,
     query_params,
@@ -115,6 +116,7 @@ class CodeAssistDialect(GoogleDialect):
         refusal = max_tokens_refusal(spec, prompt)
         if refusal is not None:
             return refusal
+        rules, boundaries = implicit_cache(spec.id, prompt, inner)
         return GoogleRequest(
             model=spec.id,
             stream=request.path == STREAM,
@@ -126,6 +128,8 @@ class CodeAssistDialect(GoogleDialect):
             prompt=prompt,
             sse=query_params(request).get("alt") == "sse",
             trace_id=secrets.token_hex(8),
+            cache_rules=rules,
+            boundaries=boundaries,
         )
 
     def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs
@@ -26,7 +27,7 @@ import orjson
 from rungway.protocol.asgi import Receive, Scope, Send
 from rungway.sim.exchange import Header, RecordedRequest, Reply, json_reply, send_reply
 from rungway.sim.faults import FaultQueue, HttpErrorFault, StreamErrorFault
-from rungway.sim.prompt_cache import gemini_rules
+from rungway.sim.prompt_cache import Boundary, CacheRules, gemini_rules
 from rungway.sim.quota.google_errors import (
     STATUS_NAMES,
     api_key_invalid,
@@ -104,6 +105,17 @@ def max_tokens_refusal(model: ModelSpec, prompt: Prompt) -> Reply | None:
             f"tokens allowed ({model.context_window})."
         )
     return None
+
+
+def implicit_cache(
+    model_id: str, prompt: Prompt, body: Mapping[str, Any]
+) -> tuple[CacheRules, tuple[Boundary, ...]]:
+    """The implicit cache's rules for `model_id`, and the prompt's boundaries when it is
+    long enough; a request on explicit cached content reads that instead."""
+    rules = gemini_rules(model_id)
+    if prompt.cached_tokens or prompt.input_tokens < rules.min_tokens:
+        return rules, ()
+    return rules, gemini_boundaries(body)
 
 
 def _with_cache_reads(prompt: Prompt, completion: Completion) -> Prompt:
@@ -220,9 +232,7 @@ class GeminiDialect(GoogleDialect):
         refusal = max_tokens_refusal(spec, prompt)
         if refusal is not None:
             return refusal
-        rules = gemini_rules(spec.id)
-        # A request on explicit cached content reads that instead of the implicit cache.
-        implicit = not prompt.cached_tokens and prompt.input_tokens >= rules.min_tokens
+        rules, boundaries = implicit_cache(spec.id, prompt, request.body)
         return GoogleRequest(
             model=spec.id,
             stream=match[3] == "streamGenerateContent",
@@ -234,7 +244,7 @@ class GeminiDialect(GoogleDialect):
             prompt=prompt,
             sse=query_params(request).get("alt") == "sse",
             cache_rules=rules,
-            boundaries=gemini_boundaries(request.body) if implicit else (),
+            boundaries=boundaries,
         )
 
     def quota_rejection(self, request: GenerationRequest, admission: Admission) -> Reply:
