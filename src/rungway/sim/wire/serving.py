@@ -110,6 +110,17 @@ class ReplyLog:
             self._replies.clear()
 
 
+@dataclass(frozen=True, slots=True)
+class _CacheLookup:
+    """A request's prompt-cache use, with the account and instant it was looked up at and
+    the input its token quota windows count."""
+
+    account: str
+    now: float
+    use: CacheUse
+    charged: int
+
+
 class Dialect(Protocol):
     """How one wire API parses generation requests and renders what the upstream sends."""
 
@@ -239,23 +250,21 @@ class GenerationService:
             # Refused before admission, so no window is charged either.
             await self._send(send, unpaid)
             return
-        account = _account(recorded)
-        now = self._book.clock.now()
-        use = self._cache_use(request, account, completion.input_tokens, now)
+        cached = self._cache_use(request, recorded, completion.input_tokens)
         if isinstance(fault, QuotaExhaustedFault) and not self._scenario.windows:
             # No window to fill: answer the way an exhausted upstream would anyway.
             admission = Admission(False, (), self._book.peek(request.model).now)
         else:
-            rules = request.cache_rules
-            charged = use.charged_input(rules.read_weight) if rules else completion.input_tokens
+            charged = completion.input_tokens if cached is None else cached.charged
             admission = self._book.admit(request.model, charged, completion.output_tokens)
         quota = tuple(self._headers(admission))
         if not admission.admitted:
             reply = self._dialect.quota_rejection(request, admission)
             await self._send(send, Reply(reply.status, reply.body, reply.headers, quota))
             return
-        if use.read_tokens or use.written_tokens or use._keep:
-            self.prompt_cache.keep(account, request.model, use, now)
+        if cached is not None:
+            use = cached.use
+            self.prompt_cache.keep(cached.account, request.model, use, cached.now)
             completion = replace(
                 completion,
                 cache_read_tokens=use.read_tokens,
@@ -280,15 +289,19 @@ class GenerationService:
         self._record(request, completion, delivered=delivered)
 
     def _cache_use(
-        self, request: GenerationRequest, account: str, input_tokens: int, now: float
-    ) -> CacheUse:
-        """What the request reads from and writes to the account's prompt cache."""
+        self, request: GenerationRequest, recorded: RecordedRequest, input_tokens: int
+    ) -> _CacheLookup | None:
+        """What the request reads from and writes to its account's prompt cache; None for
+        a prompt that cannot be cached (most short ones), at no cost."""
         rules = request.cache_rules
         if rules is None or not request.boundaries:
-            return CacheUse(input_tokens)
-        return self.prompt_cache.look(
+            return None
+        account = _account(recorded)
+        now = self._book.clock.now()
+        use = self.prompt_cache.look(
             account, request.model, request.boundaries, input_tokens, rules=rules, now=now
         )
+        return _CacheLookup(account, now, use, use.charged_input(rules.read_weight))
 
     async def _answered_by(
         self,
