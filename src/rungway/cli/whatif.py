@@ -3,7 +3,8 @@ show what each would have paid, against the oracle's optimum.
 
 The trace comes from exactly one of `--from-ledger` (this gateway's ledger, `--since` and
 `--until` bound it), `--trace FILE.jsonl` or `--synthetic PROFILE`; plan quotas from
-`--plan` and `--window` (see `whatif_plans.py` for the grammar) or each provider's default.
+`--plan` and `--window` (see `whatif_plans.py` for the grammar) or each provider's
+default; `--accounts` replays a plan as a pool of accounts (`whatif_pools.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ from rungway.cli.config_file import load_config
 from rungway.cli.ledger_source import postgres_reader
 from rungway.cli.spend import money
 from rungway.cli.whatif_plans import FlagError, describe, plan_quotas
+from rungway.cli.whatif_pools import (
+    POOL_POLICY_NAMES,
+    account_counts,
+    is_pool_policy,
+    pool_table,
+    pool_world,
+)
 from rungway.config import Settings
 from rungway.ledger.report import LedgerUnavailable
 from rungway.pricing import PriceBook
@@ -45,6 +53,7 @@ from rungway.whatif.policies import (
     LadderPolicy,
     TtlCached,
 )
+from rungway.whatif.pool_metrics import measure_pool
 from rungway.whatif.synthetic import PROFILES, generate
 from rungway.whatif.trace import Trace, TraceError
 
@@ -92,12 +101,22 @@ def whatif(
             " repeatable, and it replaces the connection's --plan or default.",
         ),
     ] = None,
+    accounts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accounts",
+            help="CONN=N: replay plan connection CONN as N accounts with staggered windows"
+            " (CONN-1 to CONN-N); repeatable.",
+        ),
+    ] = None,
     policies: Annotated[
         str | None,
         typer.Option(
             "--policies",
             help=f"Comma-separated policies to compare (default: {','.join(POLICY_NAMES)};"
-            " the oracle only with the whatif extra installed).",
+            f" with --accounts: {','.join(POOL_POLICY_NAMES)},oracle; a pool STRATEGY,"
+            " one of fill-first, soonest-reset, headroom, expiry-first, round-robin, takes"
+            " +affinity and +no-wait; the oracle only with the whatif extra installed).",
         ),
     ] = None,
     fallback_cooldown: Annotated[
@@ -112,7 +131,12 @@ def whatif(
     ] = None,
 ) -> None:
     """Replay requests against plans and policies, and compare what each would have paid."""
-    chosen = _policy_names(policies) if policies is not None else list(POLICY_NAMES)
+    try:
+        counts = account_counts(accounts or ())
+    except FlagError as error:
+        _fail(str(error))
+    defaults = [*POOL_POLICY_NAMES, "oracle"] if counts else list(POLICY_NAMES)
+    chosen = _policy_names(policies) if policies is not None else defaults
     left_out = _without_solver(chosen) if policies is None else []
     if not 0 < fallback_cooldown < math.inf:
         _fail(f"--fallback-cooldown {fallback_cooldown:g}: give a number of seconds above 0")
@@ -128,6 +152,13 @@ def whatif(
         _fail(str(error))
     notes = [*notes, *left_out]
     world = World(settings, quotas, PriceBook(settings.prices))
+    pools = bool(counts) or any(is_pool_policy(name) is not None for name in chosen)
+    if pools:
+        try:
+            world, trace = pool_world(world, counts, trace)
+        except PlanError as error:
+            _fail(f"--accounts: {error}")
+        quotas = dict(world.plans)
     started = time.perf_counter()
     try:
         runs = _replay(trace, world, [_policy(name, fallback_cooldown) for name in chosen])
@@ -137,6 +168,9 @@ def whatif(
     elapsed = time.perf_counter() - started
     oracle = runs.get("oracle")
     figures = [measure(run, oracle) for run in runs.values()]
+    pool_figures = (
+        [measure_pool(run, trace, world, oracle) for run in runs.values()] if pools else []
+    )
     if plot is not None:
         _write_plot(plot, list(runs.values()), trace, world)
     if as_json:
@@ -147,16 +181,23 @@ def whatif(
             "elapsed_s": elapsed,
             "policies": [figure.to_json() for figure in figures],
         }
+        if pool_figures:
+            payload["pools"] = [figure.to_json() for figure in pool_figures]
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))
         return
     _print(figures, trace, source, quotas, notes, elapsed)
+    if pool_figures:
+        out.print(pool_table(pool_figures))
 
 
 def _policy_names(policies: str) -> list[str]:
     names = [name.strip() for name in policies.split(",") if name.strip()]
-    unknown = [name for name in names if name not in POLICY_NAMES]
+    unknown = [n for n in names if n not in POLICY_NAMES and is_pool_policy(n) is None]
     if unknown or not names:
-        _fail(f"--policies {policies}: choose from {', '.join(POLICY_NAMES)}")
+        _fail(
+            f"--policies {policies}: choose from {', '.join(POLICY_NAMES)}, or"
+            " STRATEGY[+affinity][+no-wait] (see --help)"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -187,7 +228,12 @@ def _policy(name: str, fallback_cooldown: float) -> Policy:
         "fallback-429": lambda: FallbackOn429(fallback_cooldown),
         "ttl-180s": TtlCached,
     }
-    return factories[name]()
+    factory = factories.get(name)
+    if factory is not None:
+        return factory()
+    pool = is_pool_policy(name)
+    assert pool is not None, "checked by _policy_names"
+    return pool
 
 
 def _trace(  # noqa: PLR0917 - the trace flags, checked together

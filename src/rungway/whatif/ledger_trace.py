@@ -3,7 +3,8 @@
 Each ledger row gives one request: its start time, the model the client asked for (the
 `requested_model` column, before aliases and `auto` ids resolve, so the replay resolves it
 again against the config it is given, not the model that happened to serve it), its API,
-its input, output, cache and reasoning tokens, whether it streamed and its client key.
+its input, output, cache and reasoning tokens, whether it streamed, its client key, and
+its session (the short hash the route plan keeps when session affinity held one).
 
 Which rows are kept: every request an upstream served or began to serve. Rows without a
 connection are refused requests (the ladder had nothing left, a budget was spent, a client
@@ -38,8 +39,11 @@ _COLUMNS = (
     "started_at, requested_model, api, input_tokens, output_tokens, cache_read_tokens, "
     "cache_write_tokens, reasoning_tokens, stream, client_key, connection_id IS NULL, outcome"
 )
+# The session's short hash, which the route plan keeps when session affinity held it: the
+# replay's prompt cache and pins follow it. SQLite may hold the plan as a blob.
 _SQLITE = (
-    f"SELECT {_COLUMNS} FROM requests WHERE started_at >= ? AND started_at < ? ORDER BY started_at"
+    f"SELECT {_COLUMNS}, json_extract(CAST(plan AS TEXT), '$.session') FROM requests"
+    " WHERE started_at >= ? AND started_at < ? ORDER BY started_at"
 )
 _PREFETCH = 2_000
 """Rows PostgreSQL sends per round trip of the cursor."""
@@ -88,7 +92,7 @@ def read_postgres_trace(
 
     async def query(connection: asyncpg.Connection) -> LedgerTrace:
         statement = (
-            f"SELECT {_COLUMNS} FROM {quoted(reader.schema)}.requests "
+            f"SELECT {_COLUMNS}, plan->>'session' FROM {quoted(reader.schema)}.requests "
             "WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at"
         )
         # A cursor lives in a transaction; it sends the rows in batches, not all at once.
@@ -110,7 +114,7 @@ class _Collector:
         self.refused = self.unrecorded = 0
 
     def add(self, row: Sequence[Any]) -> None:
-        at, model, api, tin, tout, read, write, reasoning, stream, key, bare, outcome = row
+        at, model, api, tin, tout, read, write, reasoning, stream, key, bare, outcome, session = row
         if outcome == UNRECORDED:
             self.unrecorded += 1
         elif bare:
@@ -130,6 +134,7 @@ class _Collector:
                     reasoning_tokens=min(reasoning, tout),
                     stream=bool(stream),
                     client_key=key,
+                    session=session if isinstance(session, str) and session else None,
                 )
             )
 

@@ -128,7 +128,7 @@ class PoolGateway(ReplayGateway):
         return reset
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PoolPolicy:
     """One pool strategy, with or without affinity, with the config's `max_wait_s` or 0."""
 

@@ -247,3 +247,59 @@ def test_without_the_solver_an_oracle_asked_for_is_one_line(config: Path) -> Non
     assert done.returncode == 2
     assert "pip install 'rungway[whatif]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_accounts_replays_a_plan_as_a_pool_under_the_pool_policies(config: Path) -> None:
+    code, stdout, _ = _run(
+        "--config",
+        str(config),
+        "--synthetic",
+        "weekly-cap",
+        "--requests",
+        "800",
+        "--accounts",
+        "plan=3",
+        "--window",
+        "plan:5h:5h:0.5:cost",
+        "--window",
+        "plan:7d:7d:3:cost",
+        "--json",
+    )
+    assert code == 0
+    payload = json.loads(stdout)
+    pools = {figure["policy"]: figure for figure in payload["pools"]}
+    assert list(pools) == [
+        "fill-first",
+        "fill-first+affinity",
+        "soonest-reset+affinity",
+        "headroom+affinity",
+        "expiry-first+affinity",
+        "expiry-first+affinity+no-wait",
+        "round-robin",
+        "oracle",
+    ]
+    assert any(line.startswith("plan-3 7d: 3 cost") for line in payload["plans"])
+    served = {figure["policy"]: figure["per_connection"] for figure in payload["policies"]}
+    assert {"plan-1", "plan-2", "plan-3"} <= set(served["round-robin"])
+    bound = pools["oracle"]["paid_usd"] / pools["oracle"]["ratio_to_bound"]
+    for name, figure in pools.items():
+        assert figure["resets"]["5h"] > 0, name
+        assert 0 < figure["cache_hit_share"] < 1, name
+        assert figure["paid_usd"] >= bound - 1e-9, f"{name} pays at least the oracle's bound"
+    assert pools["round-robin"]["session_moves"] > pools["expiry-first+affinity"]["session_moves"]
+    assert (
+        pools["round-robin"]["cache_hit_share"] < pools["expiry-first+affinity"]["cache_hit_share"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "named"),
+    [("plan", "write CONN=N"), ("plan=0", "1 to 64"), ("cheap=2", "not a plan connection")],
+)
+def test_a_bad_accounts_flag_gets_one_line(config: Path, flag: str, named: str) -> None:
+    code, _, stderr = _run(
+        "--config", str(config), "--synthetic", "steady", "--requests", "10", "--accounts", flag
+    )
+    assert code == 2
+    assert named in stderr
+    assert len(stderr.strip().splitlines()) == 1

@@ -75,6 +75,7 @@ def ledger(tmp_path: Path) -> Path:
             request_id="e",
             started_at=T0 + 3_600,
             usage=ReportedUsage(5, 10, 0, 0, 0),
+            plan=b'{"requested": "claude-sonnet-4-5", "session": "9f2c41d0"}',
         )
     )
     writer.close()
@@ -88,7 +89,9 @@ def test_the_ledger_gives_the_requests_as_clients_asked_them(ledger: Path) -> No
             T0, "claude-opus-4-1", "anthropic_messages", 12, 640, 48_000, 2_100, 0, False, None
         ),
         TraceRequest(T0 + 60, "auto/thrifty", "openai_chat", 300, 900, 0, 0, 200, True, "laptop"),
-        TraceRequest(T0 + 3_600, "claude-sonnet-4-5", "anthropic_messages", 5, 10),
+        TraceRequest(
+            T0 + 3_600, "claude-sonnet-4-5", "anthropic_messages", 5, 10, session="9f2c41d0"
+        ),
     )
     assert (read.refused, read.unrecorded) == (1, 1)
 

@@ -133,4 +133,11 @@ def test_the_baselines_serve_auto_subscription_from_the_plan_too() -> None:
         assert set(ids) == {"plan", None}, policy.name
         assert sum(p.cost_usd for p in run.placements) == 0
         assert ids.count("plan") == 30, f"{policy.name} comes back after each reset"
-        assert measure(run).max_lag_requests > 0, f"{policy.name} comes back late"
+        lag = measure(run)
+        if isinstance(policy, FallbackOn429):
+            assert lag.max_lag_requests > 0, f"{policy.name} comes back late"
+        else:
+            # A window past its reset passes even the strict ladder (it is tried, not
+            # refused as stale): the cached reading benches the plan only as long as the
+            # cache it was read into lasts.
+            assert lag.max_lag_seconds <= policy.ttl_s, f"{policy.name} comes back within its TTL"
