@@ -9,7 +9,8 @@ The parts are grouped by what they simulate: `wire/` the APIs served, `quota/` t
 windows, header families and credits that limit them, `usage/` the providers' usage
 endpoints and `oauth/` the token endpoints. The modules here are the entry points
 (`server`, `scenario`, `control`, `canned`) and what every group shares (`exchange`,
-`credential`, `faults`, `tally`).
+`credential`, `faults`, `tally`, and `prompt_cache`: each account's cached prompt prefixes,
+a pure model the what-if replay can run too).
 """
 
 from rungway.sim.control import SimState, WindowState
@@ -25,6 +26,7 @@ from rungway.sim.faults import (
     TimeoutFault,
     parse_faults,
 )
+from rungway.sim.prompt_cache import CacheRules, CacheUse, PromptCache
 from rungway.sim.quota.credits import CreditState
 from rungway.sim.scenario import (
     AuthSpec,
@@ -46,6 +48,8 @@ from rungway.sim.tally import ModelTally, Tally
 
 __all__ = [
     "AuthSpec",
+    "CacheRules",
+    "CacheUse",
     "ClockSpec",
     "CodexCreditsSpec",
     "CodexSpec",
@@ -58,6 +62,7 @@ __all__ = [
     "HttpErrorFault",
     "ModelSpec",
     "ModelTally",
+    "PromptCache",
     "QuotaExhaustedFault",
     "RecordedRequest",
     "ResponseSpec",
