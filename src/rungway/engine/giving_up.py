@@ -59,4 +59,7 @@ def every_attempt_failed(
     if now is not None and reset is not None and reset > now:
         plan_wait = max(1.0, reset - now)
         retry_after_s = plan_wait if retry_after_s is None else min(retry_after_s, plan_wait)
+    if retry_after_s is not None:
+        # Said in the message too: a client told not to retry reads the moment here.
+        message += f"; retry after {max(1.0, retry_after_s):.0f}s"
     return Refusal(status, message, code=code, retry_after_s=retry_after_s)

@@ -335,6 +335,9 @@ def _empty_pool(plan: RoutePlan, ladder: Ladder, auto_id: str, now: float) -> Re
     message = f"no plan connection can serve {auto_id} without billing: {reasons}{more}"
     if plan.subscription_exhausted:
         wait = None if plan.earliest_reset is None else max(1.0, plan.earliest_reset - now)
+        if wait is not None:
+            # Said in the message too: a client told not to retry reads the moment here.
+            message += f"; the first plan is usable again in {wait:.0f}s: retry after {wait:.0f}s"
         return Refusal(429, message, "subscription_unavailable", retry_after_s=wait)
     return Refusal(503, message, "subscription_unavailable")
 
