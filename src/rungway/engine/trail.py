@@ -27,6 +27,7 @@ from rungway.protocol.failures import Failure
 from rungway.protocol.sessions import response_key
 from rungway.protocol.usage import INVALID_USAGE, ReportedUsage
 from rungway.quota.errors import limit_detail
+from rungway.routing.rungs import Rung
 
 log = logging.getLogger("rungway.engine")
 
@@ -114,15 +115,19 @@ class Trail:
         return None
 
     def served(self, route: Route, response_id: object = None) -> None:
-        """Pin the request's session to the connection that served it (a move when it was
-        pinned elsewhere); a Responses reply's `response_id` is pinned too, for the turn
-        that names it as its `previous_response_id`."""
+        """Pin the request's session to the plan account that served it (a move when it was
+        pinned elsewhere; a paid rung's connection is never pinned); a Responses reply's
+        `response_id` is pinned too, for the turn that names it as its
+        `previous_response_id`."""
         pins, session = self._books.pins, self.plan.session
         if pins is None or session is None:
             return
         now = self._books.clock.now()
         connection_id = route.connection.id
-        pins.pin(session, connection_id, now)
+        if route.rung is Rung.SUBSCRIPTION:
+            # A turn served off the plans (a paid rung while the pool is spent) leaves the
+            # pin on the account that holds the session's prompt cache, to return to.
+            pins.pin(session, connection_id, now)
         if response_id is not None:
             chained = response_key(response_id)
             if chained is not None:
