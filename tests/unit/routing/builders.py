@@ -71,6 +71,7 @@ def connection(
     categories: Mapping[str, frozenset[Category]] | None = None,
     capabilities: Mapping[str, ModelCapabilities] | None = None,
     catalog: Catalog = CATALOG,
+    owner: str | None = None,
 ) -> RosterConnection:
     """A connection classified by `catalog`; a model's rung follows from its billing and tier."""
     billing = catalog.classify(provider, auth)
@@ -86,7 +87,7 @@ def connection(
         )
         for model, tier in tiers.items()
     )
-    return RosterConnection(conn_id, provider, auth, api, billing, served)
+    return RosterConnection(conn_id, provider, auth, api, billing, served, owner=owner)
 
 
 def window(
@@ -142,10 +143,11 @@ def route(
     api: str = API,
     now: float = NOW,
     needs: RequestNeeds = NO_NEEDS,
+    pinned: str | None = None,
 ) -> RoutePlan:
     """`plan_route` for `auto_id` over a roster of `connections`."""
     snapshot = Snapshot(Roster(connections), states or {}, spend or {})
-    request = RouteRequest(auto_id, parse_auto_id(auto_id), api, needs)
+    request = RouteRequest(auto_id, parse_auto_id(auto_id), api, needs, pinned=pinned)
     return plan_route(request, settings, snapshot, now)
 
 
