@@ -38,6 +38,7 @@ the same account, reads nothing.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -50,6 +51,7 @@ __all__ = [
     "CacheUse",
     "PromptCache",
     "anthropic_rules",
+    "conversation_boundaries",
     "gemini_rules",
     "openai_rules",
 ]
@@ -154,6 +156,22 @@ def gemini_rules(model: str) -> CacheRules:
     else:
         minimum = 1024
     return CacheRules(min_tokens=minimum)
+
+
+def conversation_boundaries(
+    session: str, context_tokens: Sequence[int], breakpoint_ttl_s: float | None = DEFAULT_TTL_S
+) -> tuple[Boundary, ...]:
+    """The boundaries of a conversation known only by its size, as a trace without bodies
+    knows it: one after each turn, `context_tokens[k]` the prompt's tokens up to turn k.
+
+    Turns of one `session` share their prefix; the last boundary is a breakpoint (a coding
+    agent marks its last turn), which Anthropic's rules need and the others ignore.
+    """
+    last = len(context_tokens) - 1
+    return tuple(
+        Boundary(hash((session, index)), tokens, breakpoint_ttl_s if index == last else None)
+        for index, tokens in enumerate(context_tokens)
+    )
 
 
 class PromptCache:

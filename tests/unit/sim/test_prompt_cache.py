@@ -12,6 +12,7 @@ from rungway.sim.prompt_cache import (
     CacheUse,
     PromptCache,
     anthropic_rules,
+    conversation_boundaries,
     gemini_rules,
     openai_rules,
 )
@@ -310,3 +311,21 @@ def test_clear_forgets_every_prefix() -> None:
     cache.clear()
     assert cache.size("acct-1", SONNET, 1.0) == 0
     assert serve(cache, body, 1.0).read_tokens == 0
+
+
+def test_a_conversation_known_only_by_its_size_is_cached_turn_after_turn() -> None:
+    cache = PromptCache()
+    rules = anthropic_rules(SONNET, plan=True)
+    sizes = [3000, 3400, 3900]
+    uses = []
+    for turn in range(1, len(sizes) + 1):
+        boundaries = conversation_boundaries("session-1", sizes[:turn])
+        use = cache.look("plan-a", SONNET, boundaries, sizes[turn - 1] + 50, rules=rules, now=turn)
+        cache.keep("plan-a", SONNET, use, float(turn))
+        uses.append(use)
+    assert [use.read_tokens for use in uses] == [0, 3000, 3400]
+    assert [use.written_tokens for use in uses] == [3000, 400, 500]
+    other = conversation_boundaries("session-2", sizes[:2])
+    assert cache.look("plan-a", SONNET, other, 3450, rules=rules, now=4.0).read_tokens == 0
+    moved = conversation_boundaries("session-1", sizes)
+    assert cache.look("plan-b", SONNET, moved, 3950, rules=rules, now=4.0).read_tokens == 0
