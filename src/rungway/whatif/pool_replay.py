@@ -1,39 +1,47 @@
 """Pools replayed: a strategy, session affinity, the prompt cache and waits for a reset.
 
 A `PoolPolicy` is the ladder as served (`ReplayGateway`) with its `ladder:` settings set to
-one pool strategy, affinity on or off and a `max_wait_s`, and three things the replay adds:
+one pool strategy, affinity on or off and a `max_wait_s` (the config's, or 0), so that:
 
-- the pools' order and the sessions' pins (`pool_order.PoolOrder`), read from the quota
-  board as the planner reads it;
+- the served planner orders each pool by `ladder.pool_strategy` (`routing/pools.py`) and
+  puts a session's pinned account first (`RouteRequest.pinned`); the replay keeps the pins
+  in the engine's own store (`engine/pins.py`), each trace session sent as Claude Code's
+  session header, and pins a session where a plan served it, as the engine does;
+- an `auto` request is held for a plan's reset within `max_wait_s` by the engine's own rule
+  (`engine/waiting.reset_to_wait_for`), on the replay's clock, and planned again. A held
+  request still arrives in order: the next one is planned at its own time or the held
+  one's, the later.
+
+And the replay adds two things the config has no setting for:
+
 - the prompt cache (`prompt_cache.PromptCache`): each route prices the request as it would
   be served there, a cache hit where the session's context lives and a miss elsewhere, and
   a plan's cost window counts what the miss costs;
-- waits: an `auto` request that finds no plan usable while a plan that was skipped for its
-  quota (or resting) resets within `max_wait_s` is held until that reset and planned
-  again, as the gateway holds it instead of paying or refusing. A held request still
-  arrives in order: the next one is planned at its own time or the held one's, the later.
-
-Decided where the issue is silent: a held request is planned again once, at the reset; if
-the plan still cannot serve it (another window binds), it goes up the ladder then.
+- `round-robin`, the sticky round-robin baseline (`pool_order.RoundRobin`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, Literal
 
 from rungway.engine.call import Refusal
-from rungway.engine.planning import Plan, Route
+from rungway.engine.pins import MemoryPins
+from rungway.engine.planning import Route
+from rungway.engine.waiting import WAKE_MARGIN_S, reset_to_wait_for
 from rungway.routing.rungs import Rung
+from rungway.routing.settings import PoolStrategyName
 from rungway.whatif.outcome import Placement, PolicyRun, World
 from rungway.whatif.policies import replay
-from rungway.whatif.pool_order import PoolOrder, Strategy
+from rungway.whatif.pool_order import RoundRobin
 from rungway.whatif.prompt_cache import CACHE_TTL_S, PromptCache
 from rungway.whatif.replay import ReplayGateway
 from rungway.whatif.trace import Trace, TraceRequest
 
-__all__ = ["POOL_POLICY_NAMES", "PoolGateway", "PoolPolicy", "pool_policy"]
+__all__ = ["POOL_POLICY_NAMES", "PoolGateway", "PoolPolicy", "Strategy", "pool_policy"]
+
+Strategy = PoolStrategyName | Literal["round_robin"]
 
 _STRATEGIES: Final[dict[str, Strategy]] = {
     "fill-first": "fill_first",
@@ -57,34 +65,37 @@ round-robin without, and the default without waits. Any strategy takes `+affinit
 
 
 class PoolGateway(ReplayGateway):
-    """A replayed gateway whose pools are ordered by a strategy, with a prompt cache."""
+    """A replayed gateway with the served pool order, pins and waits, and a prompt cache."""
 
     def __init__(
         self,
         world: World,
-        order: PoolOrder,
         *,
+        round_robin: bool = False,
         cache_ttl_s: float = CACHE_TTL_S,
         start: float = 0.0,
     ) -> None:
-        super().__init__(world, start=start)
-        self.order = order
+        ladder = world.settings.ladder
+        pins = MemoryPins(ladder.session_ttl_s) if ladder.session_affinity else None
+        super().__init__(world, start=start, pins=pins)
+        self.pins = pins
+        self.round_robin = RoundRobin() if round_robin else None
         self.cache = PromptCache(cache_ttl_s)
-        self.max_wait_s = world.settings.ladder.max_wait_s
         self.cache_counts: list[tuple[int, int]] = []
         self.waits: list[float] = []
+        self._session: str | None = None
         self._served: list[TraceRequest] = []
         """The request as served by the last walk's route that served it, if one did."""
 
     def place(self, index: int, request: TraceRequest) -> Placement:
-        """Plan `request`, hold it for a near reset when that saves, and walk its pools in
-        the strategy's order."""
+        """Plan `request`, hold it for a near reset as the engine does, and walk its routes."""
         now = max(request.at, self.clock.now())
         self.clock.set(now)
         plan = self.plan(request)
         if not isinstance(plan, Refusal):
-            until = self._wait_until(plan, now)
-            if until is not None:
+            reset = reset_to_wait_for(plan, self.world.settings.ladder, now)
+            if reset is not None:
+                until = reset + WAKE_MARGIN_S
                 self.waits.append(until - now)
                 now = until
                 self.clock.set(now)
@@ -96,8 +107,10 @@ class PoolGateway(ReplayGateway):
         if isinstance(plan, Refusal):
             placement = Placement(index, None, None, 0.0, 0.0, refusal=plan.code)
         else:
-            states = self._state.connection_states(now)
-            routes = self.order.order(plan.routes, request, states, now)
+            self._session = plan.session
+            routes = plan.routes
+            if self.round_robin is not None:
+                routes = self.round_robin.order(routes)
             placement = self.walk(index, request, routes, plan, now)
         if not self._served or placement.connection_id is None:
             self.cache_counts.append((0, 0))
@@ -112,20 +125,12 @@ class PoolGateway(ReplayGateway):
         return self.cache.as_served(request, route.connection.id, now)
 
     def note_served(self, request: TraceRequest, route: Route, now: float) -> None:
-        """Move the session's cache and pin to the account that served it."""
+        """Move the session's cache to the account that served it, and pin the session
+        there when a plan served it, as the engine pins (`engine/trail.py`)."""
         self._served.append(request)
         self.cache.served(request, route.connection.id, now)
-        self.order.served(request, route, now, pool=route.connection.id in self.allowances)
-
-    def _wait_until(self, plan: Plan, now: float) -> float | None:
-        """When to plan `plan`'s request again: a plan's reset within `max_wait_s`, when
-        no plan is among its routes; else None."""
-        reset = plan.route_plan.earliest_reset
-        if self.max_wait_s <= 0 or reset is None or not now < reset <= now + self.max_wait_s:
-            return None
-        if any(route.rung is Rung.SUBSCRIPTION for route in plan.routes):
-            return None
-        return reset
+        if self.pins is not None and self._session is not None and route.rung is Rung.SUBSCRIPTION:
+            self.pins.pin(self._session, route.connection.id, now)
 
 
 @dataclass(slots=True)
@@ -147,8 +152,8 @@ class PoolPolicy:
             changes["max_wait_s"] = 0.0
         settings = world.settings.model_copy(update={"ladder": ladder.model_copy(update=changes)})
         world = replace(world, settings=settings)
-        order = PoolOrder(self.strategy, affinity=self.affinity, pin_ttl_s=ladder.session_ttl_s)
-        gateway = PoolGateway(world, order, start=trace[0].at if trace else 0.0)
+        round_robin = self.strategy == "round_robin"
+        gateway = PoolGateway(world, round_robin=round_robin, start=trace[0].at if trace else 0.0)
         run = replay(self.name, gateway, trace, progress)
         return replace(run, cache=tuple(gateway.cache_counts), waits=tuple(gateway.waits))
 

@@ -47,10 +47,12 @@ from rungway.budget.local import KeyBudget, LocalBudget, Reservation, Shortfall
 from rungway.clock import FakeClock
 from rungway.engine.answers import AnswerReader
 from rungway.engine.call import Call, Refusal
+from rungway.engine.pins import PinStore
 from rungway.engine.planning import LadderInputs, Plan, Planner, Route
 from rungway.engine.spending import PAID_RUNGS, price
 from rungway.engine.state import QuotaObserver, StateSource
 from rungway.protocol.api import Api
+from rungway.protocol.sessions import SESSION_HEADER
 from rungway.protocol.usage import ReportedUsage
 from rungway.quota.board import QuotaBoard
 from rungway.quota.poller import UsagePoller
@@ -123,7 +125,11 @@ class ReplayGateway:
         observer: QuotaObserver | None = None,
         route_filter: RouteFilter | None = None,
         start: float = 0.0,
+        pins: PinStore | None = None,
     ) -> None:
+        """`pins` keeps sessions' pins (the config's `session_affinity`): each request then
+        carries its trace session as Claude Code's session header, and the planner puts
+        its pinned account first within its pool."""
         settings = world.settings
         self.world = world
         self.clock = FakeClock(start)
@@ -167,6 +173,7 @@ class ReplayGateway:
                 state=self._state,
                 budget=self.budget,
                 verifier=_Verifier(self),
+                pins=pins,
             ),
             connections=self._connections,
             adapter_for=lambda provider: provider_entry(provider).adapter,
@@ -184,6 +191,8 @@ class ReplayGateway:
             self._upstreams[connection_id] = upstream
             self.allowances[connection_id] = Allowance(quota, upstream.header_names)
         self._bodies: dict[tuple[str, str], tuple[dict[str, Any], bytes]] = {}
+        self._pinning = pins is not None
+        self._sessionless = 0
         # Only its rule for a missing or stale reading is used: nothing is fetched.
         self._poller = UsagePoller(self.board, (), _no_fetch, self.clock, settings.ladder)
 
@@ -327,12 +336,21 @@ class ReplayGateway:
             body=body,
             raw_body=raw,
             stream=request.stream,
-            headers=_NO_HEADERS,
+            headers=self._headers(request) if self._pinning else _NO_HEADERS,
             query="",
             client_key=request.client_key,
             started_at=request.at,
             started=0.0,
         )
+
+    def _headers(self, request: TraceRequest) -> Mapping[str, str]:
+        session = request.session
+        if session is None:
+            # Its own session: the replay's bodies are all alike, and the planner's last
+            # resort (a hash of the conversation's opening) would make them one.
+            self._sessionless += 1
+            session = f"whatif-request-{self._sessionless}"
+        return {SESSION_HEADER: session}
 
 
 def _usage(request: TraceRequest) -> ReportedUsage:
