@@ -69,7 +69,11 @@ def limit_kind(failure: Failure) -> LimitKind | None:
             return LimitKind.WINDOW
         if kind is FailureClass.BILLING:
             return LimitKind.BUDGET
-        return LimitKind.UNEXPLAINED if failure.retry_after_s is None else LimitKind.THROTTLE
+        wait = failure.retry_after_s
+        if wait is None:
+            return LimitKind.UNEXPLAINED
+        # A "rate limit" that lasts past a retry's length is a spent window in all but name.
+        return LimitKind.THROTTLE if wait <= _LONGEST_RETRY_S else LimitKind.WINDOW
     if kind is FailureClass.OVERLOADED and failure.status in (429, 529):
         return LimitKind.UNEXPLAINED
     return None
@@ -119,7 +123,7 @@ class ErrorSignal:
         if self.spent is not None:
             return self.spent
         if self.windows:
-            if all(window.name in _THROTTLE_WINDOWS for window in self.windows):
+            if all(_throttles(window) for window in self.windows):
                 return LimitKind.THROTTLE
             return LimitKind.WINDOW
         if self.terminal:
@@ -129,6 +133,15 @@ class ErrorSignal:
 
 _THROTTLE_WINDOWS = frozenset({"1m", "requests", "rpm", "tpm"})
 """Window names that count per minute: spending one is a throttle, not a plan window."""
+
+
+def _throttles(window: QuotaWindow) -> bool:
+    # A window back within a retry's length is a throttle whatever its name (OpenRouter's
+    # `requests` is per minute on one model and per day on another); one without a reset
+    # is judged by its name.
+    if window.resets_at is not None:
+        return window.resets_at - window.checked_at <= _LONGEST_RETRY_S
+    return window.name in _THROTTLE_WINDOWS
 
 NO_SIGNAL = ErrorSignal()
 
