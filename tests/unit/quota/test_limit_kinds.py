@@ -87,7 +87,7 @@ EXPECTED: dict[str, LimitKind] = {
             "gemini/errors.json",
             "openrouter/errors.json",
         )
-        if param.values[0]["status"] in (402, 429)  # type: ignore[index]
+        if param.values[0]["status"] in (402, 429)
     ],
 )
 def test_each_providers_recorded_429_reads_as_its_limit(case: dict[str, Any]) -> None:
@@ -96,7 +96,7 @@ def test_each_providers_recorded_429_reads_as_its_limit(case: dict[str, Any]) ->
 
 def test_every_expectation_names_a_recorded_case() -> None:
     names = {
-        param.values[0]["name"]  # type: ignore[index]
+        param.values[0]["name"]
         for param in recorded(
             "anthropic/quota_errors.json",
             "codex/errors.json",
