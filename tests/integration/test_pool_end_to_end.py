@@ -101,7 +101,10 @@ def test_the_pool_spreads_by_the_default_strategy_and_pays_only_past_it(run: Run
     # default pool strategy, puts on each.
     predicted = run.predicted.ladder["per_connection"]
     for connection in [*world.accounts, "paid"]:
-        assert served[connection] == pytest.approx(predicted[connection], rel=0.05), connection
+        # Two requests either way for an account that served few: one admitted just as its
+        # window reset may land on either side of the reset.
+        expected = pytest.approx(predicted[connection], rel=0.05, abs=2)
+        assert served[connection] == expected, connection
     # A turn is paid for only when every account of the pool was spent or resting.
     for row in world.rows.values():
         if row["connection_id"] == "paid":
