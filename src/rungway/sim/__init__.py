@@ -8,9 +8,9 @@ Gemini or OpenRouter) and can be told to misbehave with `Fault`s.
 The parts are grouped by what they simulate: `wire/` the APIs served, `quota/` the
 windows, header families and credits that limit them, `usage/` the providers' usage
 endpoints and `oauth/` the token endpoints. The modules here are the entry points
-(`server`, `scenario`, `control`, `canned`) and what every group shares (`exchange`,
-`credential`, `faults`, `tally`, and `prompt_cache`: each account's cached prompt prefixes,
-a pure model the what-if replay can run too).
+(`server`, `pool` for several accounts of one plan, `scenario`, `control`, `canned`) and
+what every group shares (`exchange`, `credential`, `faults`, `tally`, and `prompt_cache`:
+each account's cached prompt prefixes, a pure model the what-if replay can run too).
 """
 
 from rungway.sim.control import SimState, WindowState
@@ -26,6 +26,7 @@ from rungway.sim.faults import (
     TimeoutFault,
     parse_faults,
 )
+from rungway.sim.pool import SimPool, pool_accounts
 from rungway.sim.prompt_cache import CacheRules, CacheUse, PromptCache
 from rungway.sim.quota.credits import CreditState
 from rungway.sim.scenario import (
@@ -36,6 +37,7 @@ from rungway.sim.scenario import (
     CopilotSpec,
     CreditsSpec,
     ModelSpec,
+    PoolSpec,
     ResponseSpec,
     Scenario,
     WindowSpec,
@@ -62,11 +64,13 @@ __all__ = [
     "HttpErrorFault",
     "ModelSpec",
     "ModelTally",
+    "PoolSpec",
     "PromptCache",
     "QuotaExhaustedFault",
     "RecordedRequest",
     "ResponseSpec",
     "Scenario",
+    "SimPool",
     "SimState",
     "SimUpstream",
     "StallFault",
@@ -79,4 +83,5 @@ __all__ = [
     "builtin_scenario_names",
     "load_scenario",
     "parse_faults",
+    "pool_accounts",
 ]
