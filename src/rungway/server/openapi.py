@@ -281,9 +281,16 @@ _SCHEMAS: dict[str, Any] = {
                 ),
             },
             "earliest_reset": _nullable("number"),
+            "pinned": {
+                **_nullable("string"),
+                "description": "The session's pinned connection, put first within its pool "
+                "because it was usable; null otherwise.",
+            },
         }
     ),
 }
+# Only a request whose session affinity keeps it names its session (a short hash of its key).
+_SCHEMAS["RoutePlan"]["properties"]["session"] = _STRING
 _OUTLOOK = {
     **_enum([outlook.value for outlook in Outlook]),
     "description": "`exhausted`: spent now; `runs_out`: spent before its reset at the current "
