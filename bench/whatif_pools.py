@@ -9,7 +9,9 @@ mean weekly list-price use divided by the accounts. Each profile's trace spans a
 weeks. Each policy is replayed with the prompt cache (`whatif/prompt_cache.py`) and set
 against the oracle's bound (which reads every turn as a cache hit, so it stays a bound).
 
-Prints one markdown table per profile, the columns as README's what-if table for pools:
+Prints one markdown table per profile, the columns as README's what-if table for pools
+(unused quota in window-equivalents left at the resets within the trace, of how many
+resets; see `whatif/pool_metrics.py`):
 
     python bench/whatif_pools.py [--seed 0] [--share 0.9] [--accounts 2,3,4]
 """
@@ -37,6 +39,8 @@ _HOUR = 3600.0
 _WEEK = 7 * 24 * _HOUR
 REQUESTS = {"steady": 4_000, "bursty": 6_000, "weekly-cap": 16_000}
 """About four weeks of each profile."""
+POLICIES = (*POOL_POLICY_NAMES, "expiry-longest+affinity")
+"""The default pool policies, and the replay's candidate expiry order (`pool_order.py`)."""
 
 
 def _settings() -> Any:
@@ -104,7 +108,7 @@ def rows(profile: str, accounts: int, share: float, seed: int) -> list[PoolMetri
     pool = world(trace, accounts, share)
     oracle = Oracle().run(trace, pool, lambda count: None)
     runs: list[PolicyRun] = [
-        pool_policy(name).run(trace, pool, lambda count: None) for name in POOL_POLICY_NAMES
+        pool_policy(name).run(trace, pool, lambda count: None) for name in POLICIES
     ]
     return [measure_pool(run, trace, pool, oracle) for run in [*runs, oracle]]
 

@@ -17,7 +17,9 @@ And the replay adds two things the config has no setting for:
 - the prompt cache (`prompt_cache.PromptCache`): each route prices the request as it would
   be served there, a cache hit where the session's context lives and a miss elsewhere, and
   a plan's cost window counts what the miss costs;
-- `round-robin`, the sticky round-robin baseline (`pool_order.RoundRobin`).
+- `round-robin`, the sticky round-robin baseline (`pool_order.RoundRobin`), and
+  `expiry-longest`, a candidate strategy measured against the served ones
+  (`pool_order.LongestExpiry`).
 """
 
 from __future__ import annotations
@@ -34,14 +36,19 @@ from rungway.routing.rungs import Rung
 from rungway.routing.settings import PoolStrategyName
 from rungway.whatif.outcome import Placement, PolicyRun, World
 from rungway.whatif.policies import replay
-from rungway.whatif.pool_order import RoundRobin
+from rungway.whatif.pool_order import LongestExpiry, RoundRobin, pinned_first
 from rungway.whatif.prompt_cache import CACHE_TTL_S, PromptCache
 from rungway.whatif.replay import ReplayGateway
 from rungway.whatif.trace import Trace, TraceRequest
 
 __all__ = ["POOL_POLICY_NAMES", "PoolGateway", "PoolPolicy", "Strategy", "pool_policy"]
 
-Strategy = PoolStrategyName | Literal["round_robin"]
+Strategy = PoolStrategyName | Literal["round_robin", "expiry_longest"]
+_ORDERS: Final[dict[str, type[RoundRobin | LongestExpiry]]] = {
+    "round_robin": RoundRobin,
+    "expiry_longest": LongestExpiry,
+}
+"""The orders the replay makes itself (`pool_order.py`), not the served planner."""
 
 _STRATEGIES: Final[dict[str, Strategy]] = {
     "fill-first": "fill_first",
@@ -49,6 +56,7 @@ _STRATEGIES: Final[dict[str, Strategy]] = {
     "headroom": "headroom",
     "expiry-first": "expiry_first",
     "round-robin": "round_robin",
+    "expiry-longest": "expiry_longest",
 }
 POOL_POLICY_NAMES: Final = (
     "fill-first",
@@ -71,7 +79,7 @@ class PoolGateway(ReplayGateway):
         self,
         world: World,
         *,
-        round_robin: bool = False,
+        order: RoundRobin | LongestExpiry | None = None,
         cache_ttl_s: float = CACHE_TTL_S,
         start: float = 0.0,
     ) -> None:
@@ -79,7 +87,7 @@ class PoolGateway(ReplayGateway):
         pins = MemoryPins(ladder.session_ttl_s) if ladder.session_affinity else None
         super().__init__(world, start=start, pins=pins)
         self.pins = pins
-        self.round_robin = RoundRobin() if round_robin else None
+        self.order = order
         self.cache = PromptCache(cache_ttl_s)
         self.cache_counts: list[tuple[int, int]] = []
         self.waits: list[float] = []
@@ -109,8 +117,11 @@ class PoolGateway(ReplayGateway):
         else:
             self._session = plan.session
             routes = plan.routes
-            if self.round_robin is not None:
-                routes = self.round_robin.order(routes)
+            if self.order is not None:
+                states = self._state.connection_states(now)
+                routes = self.order.order(routes, states, now)
+                if self.pins is not None and plan.session is not None:
+                    routes = pinned_first(routes, self.pins.pinned(plan.session, now))
             placement = self.walk(index, request, routes, plan, now)
         if not self._served or placement.connection_id is None:
             self.cache_counts.append((0, 0))
@@ -146,14 +157,14 @@ class PoolPolicy:
         """Replay `trace` with the ladder's pool settings set to this policy's."""
         ladder = world.settings.ladder
         changes: dict[str, object] = {"session_affinity": self.affinity}
-        if self.strategy != "round_robin":
+        if self.strategy not in _ORDERS:
             changes["pool_strategy"] = self.strategy
         if not self.wait:
             changes["max_wait_s"] = 0.0
         settings = world.settings.model_copy(update={"ladder": ladder.model_copy(update=changes)})
         world = replace(world, settings=settings)
-        round_robin = self.strategy == "round_robin"
-        gateway = PoolGateway(world, round_robin=round_robin, start=trace[0].at if trace else 0.0)
+        order = _ORDERS[self.strategy]() if self.strategy in _ORDERS else None
+        gateway = PoolGateway(world, order=order, start=trace[0].at if trace else 0.0)
         run = replay(self.name, gateway, trace, progress)
         return replace(run, cache=tuple(gateway.cache_counts), waits=tuple(gateway.waits))
 

@@ -240,3 +240,15 @@ def test_the_default_strategy_leaves_less_quota_at_resets_than_fill_first() -> N
     }
     assert figures[default].resets == figures["fill-first"].resets
     assert figures[default].unused["1d"] < figures["fill-first"].unused["1d"]
+
+
+def test_expiry_longest_spends_first_the_account_whose_week_resets_soonest() -> None:
+    # Two accounts bought half a week apart: at T0 the second's week has 1.5 days to run.
+    windows = (PlanWindow("7d", WEEK, 1_000, "requests", "first_use"),)
+    pool = pooled(world(windows=windows), {"plan": 2}, T0 - 2 * DAY)
+    trace = tuple(_turn(T0 + 600 * i, session=f"s{i}", read=0, write=0) for i in range(12))
+    run = pool_policy("expiry-longest+affinity").run(trace, pool, lambda n: None)
+    ids = [p.connection_id for p in run.placements]
+    # Each account is read once, then the one whose leftover expires first takes the rest.
+    assert ids[:2] == ["plan-1", "plan-2"]
+    assert ids[2:] == ["plan-2"] * 10
