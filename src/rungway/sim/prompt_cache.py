@@ -121,8 +121,8 @@ class CacheUse:
 
 def anthropic_rules(model: str, *, plan: bool = False) -> CacheRules:
     """Anthropic's rules for `model`. Cache reads do not count toward an API key's input
-    rate limits (provider-signals A1); a plan is taken to count them at their price, a
-    tenth of an input token's."""
+    rate limits (provider-signals A1); a plan publishes no such rule, so its token windows
+    count them as every other token, as the what-if replay's windows do."""
     name = model.lower()
     if "haiku-4" in name or "opus-4-5" in name or "opus-4-6" in name:
         minimum = 4096
@@ -130,20 +130,14 @@ def anthropic_rules(model: str, *, plan: bool = False) -> CacheRules:
         minimum = 2048
     else:
         minimum = 1024
-    return CacheRules(min_tokens=minimum, explicit=True, read_weight=0.1 if plan else 0.0)
+    return CacheRules(min_tokens=minimum, explicit=True, read_weight=1.0 if plan else 0.0)
 
 
-def openai_rules(retention: object = None, *, plan: bool = False) -> CacheRules:
-    """OpenAI's rules; `retention` is the request's `prompt_cache_retention`. A ChatGPT
-    plan is taken to count cached input at its price, a tenth of an input token's; an API
-    key's token rate limits count it whole."""
+def openai_rules(retention: object = None) -> CacheRules:
+    """OpenAI's rules; `retention` is the request's `prompt_cache_retention`. Cached input
+    counts whole in token windows, an API key's and a ChatGPT plan's."""
     ttl = DAY_S if retention == "24h" else DEFAULT_TTL_S
-    return CacheRules(
-        min_tokens=OPENAI_MIN_TOKENS,
-        increment=OPENAI_INCREMENT,
-        ttl_s=ttl,
-        read_weight=0.1 if plan else 1.0,
-    )
+    return CacheRules(min_tokens=OPENAI_MIN_TOKENS, increment=OPENAI_INCREMENT, ttl_s=ttl)
 
 
 def gemini_rules(model: str) -> CacheRules:

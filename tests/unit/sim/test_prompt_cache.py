@@ -296,9 +296,9 @@ def test_responses_and_gemini_prompts_are_cached_by_their_own_boundaries() -> No
     )
 
 
-def test_a_plan_weighs_cache_reads_at_a_tenth_and_an_api_key_not_at_all() -> None:
+def test_an_anthropic_api_key_does_not_count_cache_reads_and_a_plan_counts_them_whole() -> None:
     use = CacheUse(input_tokens=100, read_tokens=5000, written_5m_tokens=200)
-    assert use.charged_input(anthropic_rules(SONNET, plan=True).read_weight) == 100 + 200 + 500
+    assert use.charged_input(anthropic_rules(SONNET, plan=True).read_weight) == 5300
     assert use.charged_input(anthropic_rules(SONNET).read_weight) == 300
     assert use.charged_input(openai_rules().read_weight) == 5300
 

@@ -105,24 +105,55 @@ def test_a_claude_plan_writes_then_reads_and_a_stream_reports_it_in_message_star
     assert tally.cache_read_tokens == second.cache_read_input_tokens
 
 
-def test_a_plan_window_counts_cache_reads_at_a_tenth(
+def _moved(usage: Any) -> int:
+    """Every token a Messages reply's usage says the request moved."""
+    return int(
+        usage.input_tokens
+        + usage.cache_creation_input_tokens
+        + usage.cache_read_input_tokens
+        + usage.output_tokens
+    )
+
+
+def test_a_plan_window_counts_every_token_cache_reads_included(
     plan_sim: SimUpstream, claude: anthropic.Anthropic
 ) -> None:
     first = claude_turn(claude, ["Fix the failing test."])
     second = claude_turn(claude, ["Fix the failing test."])
     assert second.cache_read_input_tokens > 0
-    used = plan_sim.state().windows[0].used
+    assert plan_sim.state().windows[0].used == _moved(first) + _moved(second)
 
-    def whole(usage: Any) -> int:
-        return int(
-            usage.input_tokens
-            + usage.cache_creation_input_tokens
-            + usage.cache_read_input_tokens
-            + usage.output_tokens
-        )
 
-    read = second.cache_read_input_tokens
-    assert used == whole(first) + whole(second) - read + round(read * 0.1)
+def test_an_api_keys_input_window_leaves_cache_reads_out() -> None:
+    metered = scenario(
+        "anthropic",
+        "sk-ant-api03-cache",
+        quota_headers="anthropic-apikey",
+        windows=[
+            {"name": "input-tokens", "unit": "input_tokens", "capacity": 10**6, "length_s": 60}
+        ],
+    )
+    metered = metered.model_copy(
+        update={"auth": metered.auth.model_copy(update={"kind": "x-api-key"})}
+    )
+    with (
+        SimUpstream(metered) as sim,
+        anthropic.Anthropic(
+            base_url=sim.url,
+            api_key="unused",
+            max_retries=0,
+            # This SDK sends `api_key` as a bearer token; the sim's key goes as `x-api-key`.
+            default_headers={"x-api-key": "sk-ant-api03-cache"},
+        ) as client,
+    ):
+        first = claude_turn(client, ["Fix the failing test."])
+        second = claude_turn(client, ["Fix the failing test."])
+        used = sim.state().windows[0].used
+    assert second.cache_read_input_tokens > 0
+    # Input and cache writes count toward input tokens per minute; reads do not (A1).
+    assert used == sum(
+        usage.input_tokens + usage.cache_creation_input_tokens for usage in (first, second)
+    )
 
 
 def test_the_cache_expires_after_five_idle_minutes_on_the_sims_clock(

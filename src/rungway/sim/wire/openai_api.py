@@ -86,8 +86,6 @@ class OpenAIDialect:
         self._premium = None if premium is None else premium.name
         # OpenRouter prices every reply and always streams usage (A7).
         self._priced = scenario.usage_endpoint == "openrouter"
-        # A ChatGPT plan counts cached input at its price in its windows (prompt_cache.py).
-        self._plan = scenario.quota_headers == "codex"
 
     def authenticate(self, request: RecordedRequest) -> Reply | None:
         """None when the credential is accepted, else the real API's 401."""
@@ -134,7 +132,7 @@ class OpenAIDialect:
                 "length of the messages."
             )
             return error_reply(400, message, code="context_length_exceeded", param="messages")
-        rules = openai_rules(body.get("prompt_cache_retention"), plan=self._plan)
+        rules = openai_rules(body.get("prompt_cache_retention"))
         return GenerationRequest(
             model=model.id,
             stream=body.get("stream") is True,

@@ -171,7 +171,7 @@ class ResponsesDialect(OpenAIDialect):
                 "input and try again."
             )
             return error_reply(400, message, code="context_length_exceeded", param="input")
-        rules = openai_rules(body.get("prompt_cache_retention"), plan=self._plan)
+        rules = openai_rules(body.get("prompt_cache_retention"))
         return GenerationRequest(
             model=model.id,
             stream=body.get("stream") is True,
