@@ -285,10 +285,11 @@ def test_the_first_subscription_request_after_the_reset_is_served_not_stale(
 ) -> None:
     world = make_world(max_wait_s=0.0)
     reset = world.exhaust_plan()
-    # A refusal just before the reset leaves a fresh 7d reading beside the spent 5h one,
-    # as a plan in steady use has: only the 5h reading is past its reset at the reset.
+    # A refusal just before the reset reads the plan's usage, leaving a fresh 7d reading
+    # beside the spent 5h one, as a plan in steady use has: at the reset only the 5h
+    # reading is past its reset.
     world.clock.jump_to(reset - 10.0)
-    assert world.send(f"plan/{MODEL}").status_code == 429
+    assert world.send("auto/subscription").status_code == 429
     world.clock.jump_to(reset + 0.5)
     response = world.send("auto/subscription")
     assert response.status_code == 200, response.text
