@@ -49,9 +49,9 @@ def test_each_printed_account_serves_with_its_own_token_and_reset(
         exports = [line.split("(export ", 1)[1].rstrip(")") for line in lines if "(export " in line]
         assert [entry["id"] for entry in entries] == [f"claude-pool-{i}" for i in (1, 2, 3)]
         assert len({entry["base_url"] for entry in entries}) == 3
-        # The 5h windows, three minutes long, reset a minute apart.
+        # The 5h windows, three minutes long, reset a minute apart: account 2's first.
         resets = [float(re.findall(r"5h resets in (\d+) s", line)[0]) for line in lines[1:4]]
-        assert resets == pytest.approx([180, 120, 60], abs=5)
+        assert resets == pytest.approx([180, 60, 120], abs=5)
         tokens = set()
         for export in exports:
             variable, value = export.split("=", 1)

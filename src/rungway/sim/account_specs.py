@@ -102,10 +102,10 @@ class PoolSpec(_Frozen):
     """Several accounts of one plan, each bought at a different time (see `Scenario.pool`).
 
     Account `i` (1-based) gets its own credential, the scenario's token with `-i` appended,
-    and its own windows, whose current instances began `(i - 1) * stagger_s` before the
-    sim started (modulo each window's length), so their resets are staggered. Without
-    `stagger_s` each window's resets are spread evenly over its length: `length_s /
-    accounts` apart.
+    and its own windows, each on a grid `(i - 1) * stagger_s` after account 1's (modulo the
+    window's length), so their resets are staggered as the what-if replay staggers the
+    accounts of `--accounts` (`whatif/accounts.py`). Without `stagger_s` each window's
+    resets are spread evenly over its length: `length_s / accounts` apart.
     """
 
     accounts: int = Field(ge=2, le=64)
@@ -113,6 +113,6 @@ class PoolSpec(_Frozen):
 
     def started_ago_s(self, account: int, length_s: float) -> float:
         """How long before the start the window of `length_s` of account `account` (1-based)
-        began its current instance."""
+        began its current instance: account 1's began at the start."""
         step = length_s / self.accounts if self.stagger_s is None else self.stagger_s
-        return ((account - 1) * step) % length_s
+        return (-(account - 1) * step) % length_s

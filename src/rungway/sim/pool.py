@@ -4,9 +4,10 @@ A scenario with `pool` (`PoolSpec`) stands for `accounts` accounts of its plan. 
 `SimUpstream` of its own, on its own port, as a distinct login would be: its own credential
 (the scenario's token with `-1`, `-2`, ... appended), its own name (`<scenario>-1`, ...),
 its own windows and usage endpoint, and whatever else a sim keeps per account (its prompt
-cache). Their windows are staggered: account `i`'s began `(i - 1) * stagger_s` before the
-start (by default each window's length over the number of accounts), so their resets
-fall at different instants, as those of accounts bought on different days do. They share
+cache). Their windows are staggered: account `i`'s run on a grid `(i - 1) * stagger_s`
+after account 1's (by default each window's length over the number of accounts), so their
+resets fall at different instants, as those of accounts bought on different days do, and
+as `rungway whatif --accounts` staggers its accounts. They share
 one clock, so a test moving a FakeClock moves every account's windows together.
 
 The built-in `claude-pool` scenario is three Claude plan accounts:

@@ -46,15 +46,21 @@ def test_by_default_each_windows_resets_are_spread_evenly_over_its_length() -> N
             {window.name: window.reset_at - START for window in account.state().windows}
             for account in pool
         ]
-    assert [reset["5h"] for reset in resets] == [FIVE_HOURS, FIVE_HOURS * 2 / 3, FIVE_HOURS / 3]
-    assert [reset["7d"] for reset in resets] == [WEEK, WEEK * 2 / 3, WEEK / 3]
+    # Account k's grid is (k - 1) thirds of a length after account 1's.
+    assert [reset["5h"] for reset in resets] == [FIVE_HOURS, FIVE_HOURS / 3, FIVE_HOURS * 2 / 3]
+    assert [reset["7d"] for reset in resets] == [WEEK, WEEK / 3, WEEK * 2 / 3]
 
 
-def test_a_set_stagger_starts_each_account_that_much_earlier_modulo_the_length() -> None:
+def test_a_set_stagger_puts_each_account_that_much_later_modulo_the_length() -> None:
     accounts = pool_accounts(_pool(accounts=4, stagger_s=7000))
-    started = [[window.started_ago_s for window in account.windows] for account in accounts]
-    # 5h: 0, 7000, 14000, 21000 - 18000; 7d and 7d_oi: 0, 7000, 14000, 21000.
-    assert started == [[0, 0, 0], [7000, 7000, 7000], [14000, 14000, 14000], [3000, 21000, 21000]]
+    resets = [[window.length_s - window.started_ago_s for window in a.windows] for a in accounts]
+    # 5h: 18000, then 7000, 14000 and 21000 - 18000 s; 7d and 7d_oi: 7000 s apart.
+    assert resets == [
+        [FIVE_HOURS, WEEK, WEEK],
+        [7000, 7000, 7000],
+        [14000, 14000, 14000],
+        [3000, 21000, 21000],
+    ]
 
 
 def test_accounts_share_one_clock_and_reset_at_their_own_instants() -> None:
@@ -70,11 +76,11 @@ def test_accounts_share_one_clock_and_reset_at_their_own_instants() -> None:
             429,
         ]
         clock.advance(FIVE_HOURS / 3)
-        # Only the account whose window began two thirds of a length ago has reset.
+        # Only the account whose grid is a third of a length after account 1's has reset.
         assert [_send(url, token) for url, token in zip(pool.urls, tokens, strict=True)] == [
             429,
-            429,
             200,
+            429,
         ]
         clock.advance(FIVE_HOURS / 3)
         assert [_send(url, token) for url, token in zip(pool.urls, tokens, strict=True)] == [
