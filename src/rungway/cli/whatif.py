@@ -22,12 +22,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from rungway.app import build_roster
 from rungway.cli.config_file import load_config
 from rungway.cli.ledger_source import postgres_reader
-from rungway.cli.spend import money
 from rungway.cli.whatif_plans import FlagError, describe, plan_quotas
 from rungway.cli.whatif_pools import (
     POOL_POLICY_NAMES,
@@ -36,13 +34,14 @@ from rungway.cli.whatif_pools import (
     pool_table,
     pool_world,
 )
+from rungway.cli.whatif_report import print_report, span
 from rungway.config import Settings
 from rungway.ledger.report import LedgerUnavailable
 from rungway.pricing import PriceBook
 from rungway.stores import default_ledger_path
 from rungway.whatif.jsonl import read_jsonl
 from rungway.whatif.ledger_trace import LedgerTrace, read_ledger_trace, read_postgres_trace
-from rungway.whatif.metrics import RunMetrics, measure
+from rungway.whatif.metrics import measure
 from rungway.whatif.outcome import Policy, PolicyRun, World
 from rungway.whatif.plans import PlanError
 from rungway.whatif.policies import (
@@ -175,7 +174,7 @@ def whatif(
         _write_plot(plot, list(runs.values()), trace, world)
     if as_json:
         payload = {
-            "trace": {"source": source, "requests": len(trace), **_span(trace)},
+            "trace": {"source": source, "requests": len(trace), **span(trace)},
             "plans": describe(quotas),
             "notes": notes,
             "elapsed_s": elapsed,
@@ -185,7 +184,7 @@ def whatif(
             payload["pools"] = [figure.to_json() for figure in pool_figures]
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))
         return
-    _print(figures, trace, source, quotas, notes, elapsed)
+    print_report(out, figures, trace, source, describe(quotas), notes, elapsed)
     if pool_figures:
         out.print(pool_table(pool_figures))
 
@@ -340,89 +339,6 @@ def _write_plot(path: Path, runs: list[PolicyRun], trace: Trace, world: World) -
     except (PlotError, OSError) as error:
         _fail(f"--plot {path}: {error}")
     err.print(f"plot written to {escape(str(path))}", highlight=False)
-
-
-def _print(  # noqa: PLR0917 - what the report shows
-    figures: list[RunMetrics],
-    trace: Trace,
-    source: str,
-    quotas: dict[str, Any],
-    notes: list[str],
-    elapsed: float,
-) -> None:
-    span = _span(trace)
-    out.print(
-        f"{len(trace):,} requests from {escape(source)}, {span['from']} to {span['to']};"
-        f" replayed in {elapsed:.1f} s",
-        highlight=False,
-    )
-    for line in describe(quotas):
-        out.print(f"  plan {escape(line)}", highlight=False)
-    for note in notes:
-        out.print(f"  [dim]{escape(note)}[/]", highlight=False)
-    for figure in figures:
-        out.print(_policy_table(figure))
-    out.print(_comparison(figures))
-
-
-def _policy_table(figure: RunMetrics) -> Table:
-    table = Table(title=f"policy: {figure.policy}", title_justify="left", show_header=False)
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_row("paid spend", money(figure.paid_usd))
-    table.add_row("at list price", money(figure.list_usd))
-    table.add_row("paid / oracle", _ratio(figure.ratio_to_oracle))
-    for rung, count in sorted(figure.per_rung.items()):
-        table.add_row(f"requests on {rung}", f"{count:,}")
-    for use in figure.utilisation:
-        table.add_row(
-            f"{use.connection_id} {use.window} used",
-            f"{use.mean:.0%} mean, {use.peak:.0%} peak, {use.instances} windows",
-        )
-    table.add_row(
-        "re-entry lag",
-        f"{len(figure.lags)} resets, max {figure.max_lag_requests} requests /"
-        f" {figure.max_lag_seconds:.0f} s",
-    )
-    table.add_row("flaps", str(figure.flaps))
-    table.add_row("budget refusals", f"{figure.budget_refusals:,}")
-    other = sum(figure.refusals.values()) - figure.budget_refusals
-    if other:
-        table.add_row("other refusals", f"{other:,}")
-    return table
-
-
-def _comparison(figures: list[RunMetrics]) -> Table:
-    table = Table(title="compared", title_justify="left")
-    for header in ("policy", "paid", "list price", "/ oracle", "max lag", "flaps", "refused"):
-        table.add_column(header, justify="left" if header == "policy" else "right")
-    for figure in figures:
-        table.add_row(
-            figure.policy,
-            money(figure.paid_usd),
-            money(figure.list_usd),
-            _ratio(figure.ratio_to_oracle),
-            f"{figure.max_lag_requests} req",
-            str(figure.flaps),
-            f"{sum(figure.refusals.values()):,}",
-        )
-    return table
-
-
-def _ratio(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "inf" if math.isinf(value) else f"{value:.3f}"
-
-
-def _span(trace: Trace) -> dict[str, str]:
-    if not trace:
-        return {"from": "-", "to": "-"}
-    return {"from": _utc(trace[0].at), "to": _utc(trace[-1].at)}
-
-
-def _utc(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _fail(message: str) -> NoReturn:
