@@ -141,10 +141,25 @@ def test_the_dashboard_shows_each_account_of_a_pool_with_its_burn_rate_and_forec
         re.compile(f"^5h runs out at {ISO}, in \\d+m \\d\\ds$")
     )
     expect(first.locator(".runs-out time")).to_have_attribute("datetime", re.compile(f"^{ISO}$"))
-    # Without session pins or cache reads there is nothing to count yet.
-    expect(first.locator(".pinned")).to_have_text(DASH if said["pinned_sessions"] is None else "0")
+    # Requests that name their account pin no session; a short prompt caches nothing.
+    assert said["pinned_sessions"] == 0
+    expect(first.locator(".pinned")).to_have_text("0")
+    expect(first.locator(".cache")).to_have_text("0%")
     expect(second).to_have_attribute("data-outlook", "unknown")
     expect(second.locator(".runs-out")).to_have_text("unknown: fewer than two readings")
+
+    # A Claude Code session on the ladder is pinned to the account that served it.
+    headers = {**CLAUDE_CODE_HEADERS, "x-claude-code-session-id": "browser-session"}
+    with anthropic.Anthropic(
+        base_url=pool_world.url, api_key="unused", max_retries=0, default_headers=headers
+    ) as client:
+        raw = client.messages.with_raw_response.create(
+            model="auto/subscription", max_tokens=32, messages=HELLO
+        )
+    holder = raw.headers["x-rungway-connection"]
+    other = "plan-b" if holder == "plan-a" else "plan-a"
+    expect(pool.locator(f'tr[data-account="{holder}"] .pinned')).to_have_text("1", timeout=LIVE_MS)
+    expect(pool.locator(f'tr[data-account="{other}"] .pinned')).to_have_text("0")
     page.emulate_media(color_scheme="light")
     pool.screenshot(path=artifacts / "pools-light.png")
     page.emulate_media(color_scheme="dark")
