@@ -143,6 +143,7 @@ def _throttles(window: QuotaWindow) -> bool:
         return window.resets_at - window.checked_at <= _LONGEST_RETRY_S
     return window.name in _THROTTLE_WINDOWS
 
+
 NO_SIGNAL = ErrorSignal()
 
 # A6.2, rule 4 (the first-party Gemini CLI): a wait longer than five minutes is not a retry.
