@@ -27,7 +27,7 @@ from rungway.cli.ledger_source import configured, fail, postgres_reader
 from rungway.cli.times import iso_time
 from rungway.ledger.report import LedgerUnavailable
 from rungway.ledger.sqlite import read_matching
-from rungway.quota.errors import LimitKind, limit_of_detail
+from rungway.quota.limits import LimitKind, limit_of_detail
 from rungway.server.requests import MAX_MATCHES, request_detail
 from rungway.stores import default_ledger_path
 

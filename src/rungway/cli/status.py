@@ -26,7 +26,7 @@ from rungway.cli.admin_client import (
 )
 from rungway.cli.pool_table import pools_table
 from rungway.cli.times import STALE, countdown
-from rungway.quota.errors import limit_of_detail
+from rungway.quota.limits import limit_of_detail
 from rungway.routing.rungs import Rung
 
 out = Console()

@@ -26,7 +26,7 @@ from rungway.engine.state import QuotaObserver
 from rungway.protocol.failures import Failure
 from rungway.protocol.sessions import response_key
 from rungway.protocol.usage import INVALID_USAGE, ReportedUsage
-from rungway.quota.errors import limit_detail
+from rungway.quota.limits import limit_detail
 from rungway.routing.rungs import Rung
 
 log = logging.getLogger("rungway.engine")

@@ -20,7 +20,7 @@ from rungway.protocol.failures import Failure, FailureClass
 from rungway.quota.breaker import TRIPPING, Breaker, BreakerPolicy
 from rungway.quota.burn import BurnBook
 from rungway.quota.cooldown import CooldownPolicy, cooldown_until
-from rungway.quota.errors import limit_kind
+from rungway.quota.limits import limit_kind
 from rungway.quota.store import SavedConnection, StateStore
 from rungway.routing.settings import LadderSettings
 from rungway.routing.snapshot import (

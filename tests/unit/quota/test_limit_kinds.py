@@ -18,13 +18,8 @@ from rungway.quota import (
     read_openrouter_error,
 )
 from rungway.quota.board import QuotaBoard
-from rungway.quota.errors import (
-    ErrorSignal,
-    LimitKind,
-    limit_detail,
-    limit_kind,
-    limit_of_detail,
-)
+from rungway.quota.errors import ErrorSignal
+from rungway.quota.limits import LimitKind, limit_detail, limit_kind, limit_of_detail
 from rungway.routing.settings import LadderSettings
 from rungway.sim.quota.google_errors import credits_spent
 from rungway.sim.wire.openai_errors import quota_exceeded
