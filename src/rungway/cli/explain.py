@@ -168,6 +168,8 @@ def _render(row: dict[str, Any]) -> None:
     if plan.get("ladder"):
         category = f", category {plan['category']}" if plan.get("category") else ""
         out.print(f"ladder: auto/{plan['ladder']}{category}", highlight=False)
+    if plan.get("pinned"):
+        out.print(f"pinned to {plan['pinned']} (session)", highlight=False)
     for line in _limit_lines(row, plan):
         out.print(line, highlight=False)
     candidates = Table(title="candidates, in the order tried", title_justify="left")
