@@ -66,7 +66,7 @@ class LocalPins(Protocol):
 
     def pinned(self, key: str, now: float) -> str | None: ...
 
-    def repin(self, key: str, connection_id: str, now: float) -> str | None: ...
+    def pin(self, key: str, connection_id: str, now: float) -> str | None: ...
 
     def adopt(self, key: str, connection_id: str, now: float, *, shared: bool) -> None: ...
 
@@ -129,18 +129,20 @@ class RedisPins:
         self._local.adopt(key, connection_id, now, shared=False)
         return connection_id
 
-    def pin(self, key: str, connection_id: str, now: float) -> None:
-        """Pin here at once; write the pin to Redis soon when it is new, moved or due."""
-        previous = self._local.repin(key, connection_id, now)
+    def pin(self, key: str, connection_id: str, now: float) -> str | None:
+        """Pin here at once; write the pin to Redis soon when it is new, moved or due.
+        The connection it was pinned to before, if any."""
+        previous = self._local.pin(key, connection_id, now)
         stale = self._local.stale_share(key, now)
         if previous == connection_id and not stale:
-            return
+            return previous
         pending = self._pending
         pending.pop(key, None)
         pending[key] = (connection_id, previous is None, now)
         if len(pending) > MAX_PENDING:
             del pending[next(iter(pending))]
         self._wake.set()
+        return previous
 
     def pinned_counts(self, now: float | None = None) -> dict[str, int]:
         """How many of the sessions this process knows each connection holds."""

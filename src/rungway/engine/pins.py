@@ -42,8 +42,9 @@ class PinStore(Protocol):
         """The pin of a session this process does not know (another process's), if any."""
         ...
 
-    def pin(self, key: str, connection_id: str, now: float) -> None:
-        """Keep `key` on `connection_id` for the pins' TTL from `now`."""
+    def pin(self, key: str, connection_id: str, now: float) -> str | None:
+        """Keep `key` on `connection_id` for the pins' TTL from `now`; the connection it
+        was pinned to before, if any (another one: the session moved)."""
         ...
 
     def pinned_counts(self, now: float | None = None) -> dict[str, int]:
@@ -97,11 +98,7 @@ class MemoryPins:
         del key, now
         return None
 
-    def pin(self, key: str, connection_id: str, now: float) -> None:
-        """Keep `key` on `connection_id` (see `repin`)."""
-        self.repin(key, connection_id, now)
-
-    def repin(self, key: str, connection_id: str, now: float) -> str | None:
+    def pin(self, key: str, connection_id: str, now: float) -> str | None:
         """Keep `key` on `connection_id` for the TTL from `now`; the connection it was
         pinned to before (None for a new or expired pin). A change is a move."""
         self._last_pinned_at = now

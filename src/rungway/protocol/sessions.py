@@ -30,8 +30,9 @@ and nothing here raises on any body.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
+from functools import lru_cache
+from hashlib import blake2b as _blake2b
 from typing import Any
 
 from rungway.protocol.api import Api
@@ -50,6 +51,8 @@ _ITEMS_CAP = 16
 _DEPTH_CAP = 6
 """How deep into nested content the opening's hash looks."""
 _DIGEST_BYTES = 16
+_IDS_KEPT = 4096
+"""How many ids' keys are kept, so that a session's later turns are not hashed again."""
 
 
 def session_key(
@@ -58,7 +61,12 @@ def session_key(
     """The request's session key (see the module's docstring), or None when it has none."""
     del raw_body  # the parsed body's opening is hashed: the raw bytes hold every turn
     try:
-        return _key(api, headers, body)
+        header = headers.get(SESSION_HEADER)
+        if header is not None:
+            found = _keyed("cc:", header)
+            if found is not None:
+                return found
+        return _key(api, body)
     except Exception:  # a hostile body must never fail a request here
         return None
 
@@ -72,14 +80,11 @@ def response_key(response_id: object) -> str | None:
 def short_session(key: str) -> str:
     """A short form of a session key for the ledger and logs: its kind and the start of
     its hash (a key is already a hash of its source, never the source)."""
-    kind, _, digest = key.partition(":")
-    return f"{kind}:{digest[:12]}"
+    # Every key ends in its hash's 32 hex digits: the label keeps the first 12.
+    return key[:-20]
 
 
-def _key(api: Api, headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
-    found = _keyed("cc:", headers.get(SESSION_HEADER))
-    if found is not None:
-        return found
+def _key(api: Api, body: Mapping[str, Any]) -> str | None:
     if api is Api.ANTHROPIC_MESSAGES:
         metadata = body.get("metadata")
         if isinstance(metadata, dict):
@@ -112,22 +117,34 @@ def _key(api: Api, headers: Mapping[str, str], body: Mapping[str, Any]) -> str |
 
 def _keyed(prefix: str, value: object) -> str | None:
     """`prefix` and a hash of `value` when it is a string with something in it."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not value or value.isspace():
         return None
-    value = value[:_VALUE_CAP].strip()
-    if not value:
-        return None
-    digest = hashlib.blake2b(value.encode("utf-8", "replace"), digest_size=_DIGEST_BYTES)
-    return prefix + digest.hexdigest()
+    return _hashed(prefix, value[:_VALUE_CAP])
+
+
+@lru_cache(maxsize=_IDS_KEPT)
+def _hashed(prefix: str, value: str) -> str:
+    # Kept: a session sends the same id on every turn, and a lookup costs a tenth of a hash.
+    return (
+        prefix + _blake2b(value.encode("utf-8", "replace"), digest_size=_DIGEST_BYTES).hexdigest()
+    )
 
 
 def _opening(prefix: str, system: object, messages: object) -> str | None:
     """`prefix` and a hash of the system prompt and the messages up to the first user
     message (the system and developer messages before it included); None without a user
     message."""
-    if not isinstance(messages, list):
+    if not isinstance(messages, list) or not messages:
         return None
-    digest = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+    first = messages[0]
+    if isinstance(first, dict) and first.get("role") == "user" and isinstance(system, str | None):
+        content = first.get("content")
+        if isinstance(content, str):
+            # The common opening, a system text and a user text, hashed in one step.
+            opening = f"{(system or '')[:_TEXT_CAP]}\x1e{content[:_TEXT_CAP]}"
+            data = opening.encode("utf-8", "replace")
+            return prefix + _blake2b(data, digest_size=_DIGEST_BYTES).hexdigest()
+    digest = _blake2b(digest_size=_DIGEST_BYTES)
     _feed(digest, system, 0)
     for message in messages[:_ITEMS_CAP]:
         if not isinstance(message, dict):

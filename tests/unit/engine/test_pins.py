@@ -26,12 +26,12 @@ def test_a_pin_lasts_its_ttl_from_its_last_turn() -> None:
 
 def test_a_changed_pin_is_one_move_and_an_expired_one_is_none() -> None:
     pins = MemoryPins(TTL)
-    assert pins.repin("s", "plan-a", 0.0) is None
-    assert pins.repin("s", "plan-b", 10.0) == "plan-a"
-    assert pins.repin("s", "plan-b", 20.0) == "plan-b"
+    assert pins.pin("s", "plan-a", 0.0) is None
+    assert pins.pin("s", "plan-b", 10.0) == "plan-a"
+    assert pins.pin("s", "plan-b", 20.0) == "plan-b"
     assert pins.moves == 1
     # Long after its last turn the session starts afresh: no move.
-    assert pins.repin("s", "plan-a", 500.0) is None
+    assert pins.pin("s", "plan-a", 500.0) is None
     assert pins.moves == 1
     assert pins.pinned("s", 501.0) == "plan-a"
 
