@@ -11,10 +11,14 @@ fourth model is known to read no images and to take 64k tokens; the others' capa
 are unknown. The request needs room for a 3,000-token prompt and tools; the `+image` cases
 also send an image, so every model's capabilities are checked and a quarter are skipped.
 
+Plans of one provider form pools of up to a hundred accounts, ordered by the ladder's
+`pool_strategy` (`--strategy`, the default `expiry_first` unless given); `--pinned` pins
+every request's session to the second Claude account.
+
 Each case times single calls with `time.perf_counter_ns` and reports the median and p99 in
 microseconds, and how the median grows from one size to the next.
 
-    python bench/plan_route.py [--seconds 1.5] [--profile SIZE]
+    python bench/plan_route.py [--seconds 1.5] [--profile SIZE] [--strategy NAME] [--pinned]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from typing import get_args
 
 from rungway import app
 from rungway.models.capabilities import UNKNOWN, ModelCapabilities
@@ -38,7 +43,7 @@ from rungway.routing.billing import BillingClass, Catalog
 from rungway.routing.ladder import RouteRequest, plan_route
 from rungway.routing.needs import RequestNeeds
 from rungway.routing.rungs import Rung, rung_for
-from rungway.routing.settings import LadderSettings
+from rungway.routing.settings import LadderSettings, PoolStrategyName
 from rungway.routing.snapshot import (
     BreakerState,
     ConnectionState,
@@ -155,27 +160,41 @@ class Result:
     skipped: int
 
 
-def route_request(case: str) -> RouteRequest:
+PINNED = f"anthropic-{len(KINDS)}"
+"""The second Claude account of every roster of ten or more."""
+
+
+def route_request(case: str, *, pinned: bool = False) -> RouteRequest:
     """The request of a case: `auto_id`, or `auto_id+image` for one that sends an image."""
     auto_id, image, _ = case.partition("+image")
-    return RouteRequest(auto_id, parse_auto_id(auto_id), API, WITH_IMAGE if image else NEEDS)
+    needs = WITH_IMAGE if image else NEEDS
+    return RouteRequest(
+        auto_id, parse_auto_id(auto_id), API, needs, pinned=PINNED if pinned else None
+    )
 
 
-def measure(size: int, auto_id: str, seconds: float) -> Result:
+def measure(
+    size: int,
+    auto_id: str,
+    seconds: float,
+    settings: LadderSettings = SETTINGS,
+    *,
+    pinned: bool = False,
+) -> Result:
     snapshot = world(size)
-    request = route_request(auto_id)
-    plan = plan_route(request, SETTINGS, snapshot, NOW)
+    request = route_request(auto_id, pinned=pinned)
+    plan = plan_route(request, settings, snapshot, NOW)
     clock = time.perf_counter_ns
     start = clock()
     for _ in range(5):
-        plan_route(request, SETTINGS, snapshot, NOW)
+        plan_route(request, settings, snapshot, NOW)
     per_call = (clock() - start) / 5
     iterations = max(200, min(50_000, int(seconds * 1e9 / max(per_call, 1.0))))
     samples = [0] * iterations
     gc.collect()
     for k in range(iterations):
         began = clock()
-        plan_route(request, SETTINGS, snapshot, NOW)
+        plan_route(request, settings, snapshot, NOW)
         samples[k] = clock() - began
     samples.sort()
     p99 = samples[min(iterations - 1, round(0.99 * (iterations - 1)))]
@@ -205,13 +224,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.5, help="time per case")
     parser.add_argument("--profile", type=int, metavar="SIZE", help="cProfile one size instead")
+    parser.add_argument(
+        "--strategy",
+        choices=get_args(PoolStrategyName),
+        default=SETTINGS.pool_strategy,
+        help="the ladder's pool strategy",
+    )
+    parser.add_argument("--pinned", action="store_true", help="pin each request's session")
     args = parser.parse_args()
+    settings = SETTINGS.model_copy(update={"pool_strategy": args.strategy})
     if args.profile:
         for auto_id in LADDERS:
             print(f"== {auto_id}, {args.profile} connections")
             profile(args.profile, auto_id)
         return
     print(f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})")
+    print(f"pool strategy {args.strategy}" + (", pinned" if args.pinned else ""))
     print(
         f"{'ladder':<24} {'conns':>6} {'cands':>6} {'skips':>6} {'iters':>7} "
         f"{'median µs':>10} {'p99 µs':>10} {'growth':>7}"
@@ -219,7 +247,7 @@ def main() -> None:
     for auto_id in LADDERS:
         previous: Result | None = None
         for size in SIZES:
-            result = measure(size, auto_id, args.seconds)
+            result = measure(size, auto_id, args.seconds, settings, pinned=args.pinned)
             growth = "" if previous is None else f"{result.median_us / previous.median_us:.1f}x"
             print(
                 f"{auto_id:<24} {size:>6} {result.candidates:>6} {result.skipped:>6} "

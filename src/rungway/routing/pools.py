@@ -52,7 +52,7 @@ class PoolIndex:
     """What pools derive from a roster once: each connection's pool and which pools are
     plans, kept in `roster.derived`; and each account's state as ranking last read it."""
 
-    __slots__ = ("crowded", "kept", "plan_pools", "pool_of")
+    __slots__ = ("crowded", "kept", "plan_ids", "plan_pools", "pool_of")
 
     def __init__(self, roster: Roster) -> None:
         numbers: dict[tuple[str, str, str | None], int] = {}
@@ -69,6 +69,8 @@ class PoolIndex:
                 plans.add(number)
         self.plan_pools: frozenset[int] = frozenset(plans)
         """The pools of plan connections: the strategy orders only these."""
+        self.plan_ids = frozenset(c for c, number in self.pool_of.items() if number in plans)
+        """The plan connections."""
         self.crowded = any(sizes[number] > 1 for number in plans)
         """Some plan pool holds more than one account: without one, no strategy has work."""
         self.kept: dict[str, dict[str, _Kept]] = {}
@@ -119,9 +121,13 @@ class PoolOrder:
     ) -> tuple[str, ...]:
         """`ids` (one candidate's kept connections) with each pool in the strategy's order
         and the pin first within its pool; `model` selects the model-scoped windows."""
-        if len(ids) < 2 or (self._fill and (pinned is None or pinned not in ids)):
+        if len(ids) < 2:
             return ids
         index = self._index
+        if (pinned is None or pinned not in ids) and (
+            self._fill or (index is not None and index.plan_ids.isdisjoint(ids))
+        ):
+            return ids  # no pin to honour, and no plan account to order
         if index is None:
             return tuple(self._order_members(list(ids), True, pinned, model))
         pool_of = index.pool_of
