@@ -101,14 +101,14 @@ def _pool(tmp_path: Path, capacity: dict[str, int]) -> Iterator[Pool]:
         yield Pool(clock, sims, connections)
 
 
-def _turn(gateway: RunningGateway, session: str) -> str:
-    """One turn of Claude Code's `session`; the connection that served it."""
+def _turn(gateway: RunningGateway, session: str, model: str = "auto/thrifty") -> str:
+    """One turn of Claude Code's `session` asking for `model`; the connection that served it."""
     headers = {**CLAUDE_CODE_HEADERS, "x-claude-code-session-id": session}
     with anthropic.Anthropic(
         base_url=gateway.url, api_key="unused", max_retries=0, default_headers=headers
     ) as client:
         raw = client.messages.with_raw_response.create(
-            model="auto/thrifty",
+            model=model,
             max_tokens=32,
             messages=[{"role": "user", "content": f"Next step of {session}."}],
         )
@@ -301,3 +301,16 @@ def test_a_responses_conversation_follows_its_previous_response_to_its_account(
         )
     assert served == ["plan-b"] * 3
     assert fresh.headers["x-rungway-connection"] == "plan-a"
+
+
+def test_a_named_model_served_by_a_pool_keeps_a_session_on_its_account(
+    roomy: Pool, start_gateway: StartGateway
+) -> None:
+    pool = roomy
+    gateway = start_gateway(clock=pool.clock, connections=pool.connections, ladder=LADDER)
+    # plan-a rests after a 529 on the session's first turn, which plan-b then serves.
+    pool.sims["plan-a"].push_fault(HttpErrorFault(status=529, retry_after_s=600))
+    assert _turn(gateway, "session-1", model=CLAUDE) == "plan-b"
+    pool.clock.advance(601)  # plan-a is back, and first in the pool again
+    assert [_turn(gateway, "session-1", model=CLAUDE) for _ in range(3)] == ["plan-b"] * 3
+    assert _turn(gateway, "session-2", model=CLAUDE) == "plan-a"

@@ -10,7 +10,7 @@ to another billing class.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
@@ -151,7 +151,7 @@ class Planner:
         )
         known = self._named.get(model)
         if known is not None:
-            return self._without_disabled(known, client)
+            return await self._named_gated(call, known, client)
         try:
             resolution = self.table.resolve(model)
         except UnknownModel as error:
@@ -172,7 +172,19 @@ class Planner:
             if len(self._named) >= _NAMED_PLANS_KEPT:
                 self._named.clear()
             self._named[model] = named
-        return self._without_disabled(named, client)
+        return await self._named_gated(call, named, client)
+
+    async def _named_gated(self, call: Call, named: Plan, client: RequestClient | None) -> Plan:
+        """A named plan for this request: gated, and when several connections serve the
+        name, its plan accounts' pools ordered with the session's pin first."""
+        if len(named.route_plan.candidates) < 2:
+            return self._without_disabled(named, client)
+        session, pinned = await self._session(call)
+        plan = self._without_disabled(named, client, pinned, session)
+        if session is not None and plan.session is None:
+            # Unchanged, so the plan kept per name: the session rides on a copy of it.
+            plan = replace(plan, session=session)
+        return plan
 
     async def _auto_plan(
         self, call: Call, resolution: Resolution, client: RequestClient | None
@@ -190,7 +202,13 @@ class Planner:
         session, pinned = await self._session(call)
         return self._ladder_plan(call, resolution, client, session, pinned)
 
-    def _without_disabled(self, named: Plan, client: RequestClient | None) -> Plan:
+    def _without_disabled(
+        self,
+        named: Plan,
+        client: RequestClient | None,
+        pinned: str | None = None,
+        session: str | None = None,
+    ) -> Plan:
         """A named plan less the connections disabled, resting or kept off by their plan's
         terms for this client (most often: unchanged).
 
@@ -198,7 +216,15 @@ class Planner:
         serve; when every one rests, the answer is a 429 until the first comes back."""
         now = self._ladder.clock.now()
         states = self._ladder.state.connection_states(now)
-        gated = gate_named(named.route_plan, states, now, self._terms.skips(client))
+        gated = gate_named(
+            named.route_plan,
+            states,
+            now,
+            self._terms.skips(client),
+            strategy=self._ladder.settings.pool_strategy,
+            pinned=pinned,
+            roster=self._ladder.roster,
+        )
         if gated is named.route_plan:
             return named
         requested = named.resolution.requested
@@ -224,10 +250,11 @@ class Planner:
                     f"retry after {wait:.0f}s"
                 )
                 refusal = Refusal(429, message, "connections_resting", retry_after_s=wait)
-            return Plan.of(named.resolution, [], gated, refusal=refusal)
-        kept = {candidate.connection_ids[0] for candidate in gated.candidates}
-        routes = [route for route in named.routes if route.connection.id in kept]
-        return Plan.of(named.resolution, routes, gated)
+            return Plan.of(named.resolution, [], gated, refusal=refusal, session=session)
+        # In the gated plan's order, which a pool's strategy or a pin may have changed.
+        routes_of = {(route.connection.id, route.target.model): route for route in named.routes}
+        routes = [routes_of[c.connection_ids[0], c.model] for c in gated.candidates]
+        return Plan.of(named.resolution, routes, gated, session=session)
 
     async def _session(self, call: Call) -> tuple[str | None, str | None]:
         """The request's session key and the connection it is pinned to (None, None
