@@ -92,7 +92,7 @@ def test_each_staggered_account_admits_its_own_capacity_and_resets_on_its_own_gr
 
 def test_the_cache_hits_on_the_account_that_served_the_last_turn_within_its_ttl() -> None:
     cache = PromptCache(300)
-    first = _turn(T0, read=0, write=16_000)
+    first = _turn(T0, read=0, write=40_000)
     assert cache.as_served(first, "p1", T0) is first
     cache.served(first, "p1", T0)
     second = _turn(T0 + 60)
@@ -106,8 +106,24 @@ def test_the_cache_hits_on_the_account_that_served_the_last_turn_within_its_ttl(
     assert cache.holds(second, "p1", T0 + 70), "a side request leaves the session's cache"
 
 
+def test_a_session_back_on_its_account_reads_the_prefix_it_left_there() -> None:
+    cache = PromptCache(300)
+    cache.served(_turn(T0, read=0, write=16_000), "p1", T0)
+    # The next turn goes elsewhere (a paid key while the pool is spent) and adds to it.
+    away = cache.as_served(_turn(T0 + 30, read=16_000, write=2_000), "paid", T0 + 30)
+    assert (away.cache_read_tokens, away.cache_write_tokens) == (0, 18_000)
+    cache.served(away, "paid", T0 + 30)
+    # Back on p1: the 16,000 it holds are read, the 2,000 added since are written.
+    back = cache.as_served(_turn(T0 + 60, read=18_000, write=1_000), "p1", T0 + 60)
+    assert (back.cache_read_tokens, back.cache_write_tokens) == (16_000, 3_000)
+    cache.served(back, "p1", T0 + 60)
+    later = _turn(T0 + 90, read=19_000, write=500)
+    assert cache.as_served(later, "p1", T0 + 90) is later
+    assert cache.cached(later, "paid", T0 + 400) == 0, "the paid key's copy has expired"
+
+
 def test_settled_writes_again_the_turns_past_the_cache_ttl_wherever_they_go() -> None:
-    trace = (_turn(T0, read=0, write=16_000), _turn(T0 + 200), _turn(T0 + 900))
+    trace = (_turn(T0, read=0, write=40_000), _turn(T0 + 200), _turn(T0 + 900))
     out = settled(trace, 300)
     assert out[1] == trace[1]
     assert (out[2].cache_read_tokens, out[2].cache_write_tokens) == (0, 41_000)
@@ -117,7 +133,7 @@ def test_a_turn_moved_off_its_account_pays_its_context_as_a_cache_write() -> Non
     # One account holding 2 requests per 5 h: the third turn goes to the cheap key.
     pool = world(capacity=2)
     trace = (
-        _turn(T0, read=0, write=16_000),
+        _turn(T0, read=0, write=40_000),
         _turn(T0 + 10),
         _turn(T0 + 20),
         _turn(T0 + 30),
