@@ -118,8 +118,9 @@ def table(profile: str, figures: dict[int, list[PoolMetrics]]) -> str:
     lines = [
         f"**{profile}** ({REQUESTS[profile]:,} requests)",
         "",
-        "| accounts | policy | paid | x bound | unused 7d | unused 5h | cache hits | moves |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| accounts | policy | paid | x bound | unused 7d | unused 5h | cache hits | moves"
+        " | waits |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for accounts, listed in figures.items():
         for figure in listed:
@@ -127,7 +128,7 @@ def table(profile: str, figures: dict[int, list[PoolMetrics]]) -> str:
             lines.append(
                 f"| {accounts} | {figure.policy} | ${figure.paid_usd:,.2f} | {shown}"
                 f" | {_unused(figure, '7d')} | {_unused(figure, '5h')}"
-                f" | {figure.cache_hit_share:.1%} | {figure.moves:,} |"
+                f" | {figure.cache_hit_share:.1%} | {figure.moves:,} | {figure.waits:,} |"
             )
     return "\n".join(lines)
 
