@@ -49,8 +49,10 @@ CAPACITY = 30
 SESSIONS = 30
 RUN_S = 14.0
 QUIET = (3.5, 10.5)
-"""Seconds into the run when only the first few sessions keep working."""
-QUIET_SESSIONS = 2
+"""Seconds into the run when only the first session keeps working: the window of the
+account that resets four seconds in ends within it, unfilled."""
+QUIET_SESSIONS = 1
+"""One session, some three turns a second, cannot fill a window of thirty in six seconds."""
 RESET_GUARD_S = 0.35
 """No turn starts this close before a reset. The ledger dates a request when the gateway
 receives it and the sim admits it a moment later; a reset in between would make the run
