@@ -218,7 +218,8 @@ def test_thrifty_holds_a_request_for_a_plan_reset_within_max_wait_and_pays_nothi
     assert world.messages_sent(world.plan) == plan_before + 1
     (row,) = [r for r in world.rows() if (r["plan"] or {}).get("waited_s")]
     assert (row["connection_id"], row["outcome"], row["cost_usd"]) == ("plan", "ok", 0.0)
-    assert row["plan"]["waited_s"] >= 3.0 + WAKE_MARGIN_S - 0.2
+    # Held from its arrival, a moment after the clock's jump, to the reset and the margin.
+    assert 2.0 <= row["plan"]["waited_s"] <= 3.0 + WAKE_MARGIN_S + 0.5
 
 
 def test_thrifty_pays_at_once_when_the_plan_resets_later_than_max_wait(
