@@ -27,8 +27,11 @@ else moves. Each pool keeps the candidate's positions of its members, so connect
 other pools (another owner, another plan) stay where they were, and `fill_first` without
 a pin is exactly the config order.
 
-`order_pool` is the plain function (what-if replays call it); the ladder keeps one
-`PoolOrder` per plan, so each account is ranked at most once per request.
+`order_pool` is the plain function (what-if replays call it); the ladder makes one
+`PoolOrder` per decision, and only when a pin or a plan pool of several accounts gives it
+work. What an account's state yields for ranking is kept with the roster (`PoolIndex`)
+until that state is replaced or one of its windows resets, so a decision ranks an account
+with a few lookups (and, under `expiry_first`, a division per window).
 """
 
 from __future__ import annotations
