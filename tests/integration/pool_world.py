@@ -53,7 +53,7 @@ QUIET = (3.5, 10.5)
 account that resets four seconds in ends within it, unfilled."""
 QUIET_SESSIONS = 1
 """One session, some three turns a second, cannot fill a window of thirty in six seconds."""
-RESET_GUARD_S = 0.35
+RESET_GUARD_S = 0.5
 """No turn starts this close before a reset. The ledger dates a request when the gateway
 receives it and the sim admits it a moment later; a reset in between would make the run
 and the replay disagree about that one request for reasons no router controls."""
