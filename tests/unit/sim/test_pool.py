@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from rungway.clock import FakeClock
-from rungway.sim import Scenario, builtin_scenario, load_scenario
+from rungway.sim import ClockSpec, Scenario, builtin_scenario, load_scenario
 from rungway.sim.pool import SimPool, pool_accounts
 
 from .conftest import CLAUDE_CODE_HEADERS, START, message_body, request, subscription_scenario
@@ -158,3 +158,14 @@ def test_the_builtin_claude_pool_is_three_claude_plan_accounts() -> None:
         assert [w.model_copy(update={"started_ago_s": 0}) for w in account.windows] == list(
             plan.windows
         )
+
+
+def test_moving_the_clock_through_one_account_moves_every_account() -> None:
+    scenario = _pool(accounts=2).model_copy(update={"clock": ClockSpec(start=START)})
+    with SimPool(scenario) as pool:
+        first, second = pool.accounts
+        moved = request(first.url, "POST", "/_sim/clock", {"advance_s": FIVE_HOURS / 2})
+        assert moved.status == 200
+        assert second.state().now == START + FIVE_HOURS / 2
+        # Account 2's window, half a length after account 1's, has reset on that clock.
+        assert second.state().window("5h").reset_at == START + FIVE_HOURS * 3 / 2
