@@ -152,10 +152,11 @@ def test_a_cooldown_a_fall_through_and_a_disabled_connection_show_live(
     world.subscription.push_fault(HttpErrorFault(status=529, retry_after_s=600))
     assert world.send() == "api"
     expect(subscription).to_have_attribute("data-cooling", "true", timeout=LIVE_MS)
-    # One sentence: until when, why, and how long is left.
+    # One sentence: until when, why (with the kind of limit), and how long is left.
     expect(subscription.locator(".cooldown")).to_have_text(
         re.compile(
-            f"^cooling down until {ISO} \\(overloaded: Overloaded\\), (9m \\d\\ds|10m 00s) left$"
+            f"^cooling down until {ISO} \\(overloaded \\(unexplained\\): Overloaded\\), "
+            "(9m \\d\\ds|10m 00s) left$"
         )
     )
     expect(subscription.locator(".badge.cooling")).to_be_visible()
