@@ -10,7 +10,7 @@ to another billing class.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import orjson
 
@@ -20,6 +20,7 @@ from rungway.engine.call import Call, Refusal
 from rungway.engine.pins import PinStore
 from rungway.engine.state import Budget, QuotaVerifier, StateSource
 from rungway.engine.waiting import Gone, ResetWaits
+from rungway.protocol.api import Api
 from rungway.protocol.clients import recognise_client
 from rungway.protocol.sessions import session_key, short_session
 from rungway.routing.autoid import BadAutoId, Ladder
@@ -29,6 +30,7 @@ from rungway.routing.ladder import RouteRequest, plan_route
 from rungway.routing.named import gate_named
 from rungway.routing.needs import request_needs
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
+from rungway.routing.pools import PoolIndex
 from rungway.routing.resolve import ModelTable, Resolution, Target, UnknownModel
 from rungway.routing.rungs import Rung
 from rungway.routing.settings import LadderSettings
@@ -125,7 +127,14 @@ class Planner:
             for connection in ladder.roster.connections.values()
             for served in connection.models
         }
-        self._named: dict[str, Plan] = {}
+        self._named: dict[str, tuple[Plan, bool]] = {}
+        """Each named model's plan, and whether a session's pin could bear on it."""
+        plan_ids = PoolIndex.of(ladder.roster).plan_ids
+        self._plan_ids = plan_ids
+        # Only a plan account is pinned to a session (and only a plan pool ordered by its
+        # strategy): with none in the roster, no pin is looked up but a Responses chain's,
+        # whose reply pins whichever connection stored it.
+        self._any_plans = bool(plan_ids)
         self._waits = ResetWaits(ladder.clock, ladder.settings)
         self._terms = TermsGate(ladder.roster.connections.values() if judge_terms else ())
         self._subscription_connections = [
@@ -151,7 +160,10 @@ class Planner:
         )
         known = self._named.get(model)
         if known is not None:
-            return await self._named_gated(call, known, client)
+            named, affine = known
+            if not affine and call.api is not Api.OPENAI_RESPONSES:
+                return self._without_disabled(named, client)
+            return await self._named_gated(call, named, client)
         try:
             resolution = self.table.resolve(model)
         except UnknownModel as error:
@@ -160,19 +172,35 @@ class Planner:
             return Refusal(400, str(error), "invalid_auto_id")
         if resolution.auto is not None:
             planned = await self._auto_plan(call, resolution, client)
-            if gone is None:
-                return planned
+            if (
+                gone is None
+                or isinstance(planned, Refusal)
+                or planned.route_plan.earliest_reset is None
+            ):
+                return planned  # no reset to hold it for: `waiting.py` has nothing to do
             return await self._waits.held(
                 planned, gone, lambda: self._auto_plan(call, resolution, client)
             )
         named = self._named_plan(resolution)
+        affine = self._affine(named)
         if resolution.exact:
             # A name a glob alias matched is one of endlessly many a client can make up:
             # keeping its plan would let those names fill memory, so it is built each time.
             if len(self._named) >= _NAMED_PLANS_KEPT:
                 self._named.clear()
-            self._named[model] = named
+            self._named[model] = (named, affine)
+        if not affine and call.api is not Api.OPENAI_RESPONSES:
+            return self._without_disabled(named, client)
         return await self._named_gated(call, named, client)
+
+    def _affine(self, named: Plan) -> bool:
+        """Whether a session's pin could bear on a named plan: several connections serve
+        it, one a plan account (the only kind a session is pinned to, Responses chains
+        aside). Without one, its requests need no session key."""
+        candidates = named.route_plan.candidates
+        return len(candidates) > 1 and any(
+            c.connection_ids[0] in self._plan_ids for c in candidates
+        )
 
     async def _named_gated(self, call: Call, named: Plan, client: RequestClient | None) -> Plan:
         """A named plan for this request: gated, and when several connections serve the
@@ -182,8 +210,16 @@ class Planner:
         session, pinned = await self._session(call)
         plan = self._without_disabled(named, client, pinned, session)
         if session is not None and plan.session is None:
-            # Unchanged, so the plan kept per name: the session rides on a copy of it.
-            plan = replace(plan, session=session)
+            # Unchanged, so the plan kept per name: the session rides on a copy of it
+            # (built directly: `dataclasses.replace` costs twice as much).
+            plan = Plan(
+                plan.resolution,
+                plan.routes,
+                plan.route_plan,
+                plan.route_plan_json,
+                plan.refusal,
+                session,
+            )
         return plan
 
     async def _auto_plan(
@@ -266,6 +302,10 @@ class Planner:
         key = session_key(call.api, call.headers, call.body, call.raw_body)
         if key is None:
             return None, None
+        if not self._any_plans and call.api is not Api.OPENAI_RESPONSES:
+            # Nothing here can be pinned to it: the key only labels the ledger's row (what
+            # a what-if replay follows a conversation by).
+            return key, None
         now = self._ladder.clock.now()
         pinned = pins.pinned(key, now)
         if pinned is None and pins.shared:

@@ -119,8 +119,11 @@ class Trail:
         pinned elsewhere; a paid rung's connection is never pinned); a Responses reply's
         `response_id` is pinned too, for the turn that names it as its
         `previous_response_id`."""
-        pins, session = self._books.pins, self.plan.session
-        if pins is None or session is None:
+        session = self.plan.session
+        if session is None or (route.rung is not Rung.SUBSCRIPTION and response_id is None):
+            return  # nothing to pin (a session's key may only label its ledger row)
+        pins = self._books.pins
+        if pins is None:
             return
         now = self._books.clock.now()
         connection_id = route.connection.id

@@ -166,9 +166,10 @@ def binding(burns: Iterable[WindowBurn]) -> WindowBurn | None:
 class BurnBook:
     """The bounded reading histories of every connection's windows.
 
-    On the request path a reading costs a dictionary lookup and a comparison: one less
-    than `min_gap_s` after the newest kept reading of the same period is not kept, since
-    the board holds it as the window's current reading, which `burns` takes as the newest.
+    On the request path a reading costs a dictionary lookup and a few comparisons: one less
+    than `min_gap_s` after the newest kept reading of the same period (its reset the same,
+    or moved by less than `RESET_TOLERANCE_S`) is not kept, since the board holds it as the
+    window's current reading, which `burns` takes as the newest.
     """
 
     def __init__(self, bounds: HistoryBounds = HistoryBounds()) -> None:
@@ -185,12 +186,19 @@ class BurnBook:
         history = self._histories.get(key)
         if history is not None:
             last = history[-1]
-            if (
-                0.0 <= at - last.at < self._gap
-                and window.resets_at == last.resets_at
-                and used >= last.used_percent
-            ):
-                return
+            if 0.0 <= at - last.at < self._gap and used >= last.used_percent:
+                resets_at, last_reset = window.resets_at, last.resets_at
+                if resets_at == last_reset:
+                    return
+                # A reset given as seconds from now moves a little from answer to answer:
+                # still the same period (`starts_new_period`), so still not kept.
+                if (
+                    resets_at is not None
+                    and last_reset is not None
+                    and at < last_reset
+                    and abs(resets_at - last_reset) <= RESET_TOLERANCE_S
+                ):
+                    return
         reading = Reading(at, used, window.resets_at)
         self._histories[key] = add_reading(history or (), reading, self._bounds)
 

@@ -38,7 +38,7 @@ from rungway.routing.gates import (
 from rungway.routing.ladder_index import LadderIndex, connection_skip
 from rungway.routing.needs import NO_NEEDS, RequestNeeds
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
-from rungway.routing.pools import PoolOrder
+from rungway.routing.pools import decision_order
 from rungway.routing.rungs import Rung
 from rungway.routing.scoring import WEIGHTS, score
 from rungway.routing.settings import LadderSettings
@@ -143,8 +143,9 @@ class _Planner:
         self._open = self._open_rungs()
         # None (a strategy with no pool of several accounts to order, and no pin) costs
         # nothing per candidate.
-        pools = PoolOrder(settings.pool_strategy, snapshot.states, now, snapshot.roster)
-        self._pools = pools if pools.needed(request.pinned) else None
+        self._pools = decision_order(
+            settings.pool_strategy, snapshot.states, now, snapshot.roster, request.pinned
+        )
 
     def _open_rungs(self) -> frozenset[Rung]:
         """Rungs still open after their budgets, noting every rung a budget closes."""

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from rungway.routing.gates import resting_verdict
 from rungway.routing.plan import Candidate, RoutePlan, Skip, SkipReason
-from rungway.routing.pools import PoolOrder
+from rungway.routing.pools import PoolOrder, decision_order
 from rungway.routing.settings import PoolStrategyName
 from rungway.routing.snapshot import BreakerState, ConnectionState, Roster
 
@@ -48,15 +48,17 @@ def gate_named(
         c.connection_ids[0] in kept_off or _resting(states.get(c.connection_ids[0]), now)
         for c in plan.candidates
     )
-    pools = PoolOrder(strategy, states, now, roster)
-    reorder = len(plan.candidates) > 1 and pools.needed(pinned)
-    if not resting and not reorder:
+    # One connection, or no pin and no plan pool to order: nothing is built to find that.
+    pools = (
+        decision_order(strategy, states, now, roster, pinned) if len(plan.candidates) > 1 else None
+    )
+    if not resting and pools is None:
         return plan
     kept = list(plan.candidates)
     skipped = list(plan.skipped)
     if resting:
         kept = _gated(plan, states, now, kept_off, skipped)
-    if reorder:
+    if pools is not None:
         kept = _in_pool_order(kept, pools, pinned)
     honoured = pinned if any(c.connection_ids[0] == pinned for c in kept) else None
     if not resting and honoured is None and kept == list(plan.candidates):

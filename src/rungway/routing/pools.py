@@ -29,9 +29,10 @@ a pin is exactly the config order.
 
 `order_pool` is the plain function (what-if replays call it); the ladder makes one
 `PoolOrder` per decision, and only when a pin or a plan pool of several accounts gives it
-work. What an account's state yields for ranking is kept with the roster (`PoolIndex`)
-until that state is replaced or one of its windows resets, so a decision ranks an account
-with a few lookups (and, under `expiry_first`, a division per window).
+work (`decision_order`). What an account's state yields for ranking is kept with the
+roster (`PoolIndex`) until that state is replaced or one of its windows resets, so a
+decision ranks an account with a few lookups (and, under `expiry_first`, a division per
+window).
 """
 
 from __future__ import annotations
@@ -273,6 +274,22 @@ def _rank_of(summary: _Summary, strategy: PoolStrategyName, now: float) -> Rank:
             urgency = min(urgency, need)
         return (0.0, 0.0 if urgency == inf else -urgency, -least)
     return (0.0, 0.0, 0.0)
+
+
+def decision_order(
+    strategy: PoolStrategyName,
+    states: Mapping[str, ConnectionState],
+    now: float,
+    roster: Roster | None,
+    pinned: str | None,
+) -> PoolOrder | None:
+    """The `PoolOrder` of one decision, or None when it has no work (no pin, and no plan
+    pool of several accounts for the strategy to order), decided before one is built."""
+    if pinned is None and (
+        strategy == "fill_first" or (roster is not None and not PoolIndex.of(roster).crowded)
+    ):
+        return None
+    return PoolOrder(strategy, states, now, roster)
 
 
 def pool_rank(

@@ -215,3 +215,25 @@ def test_a_reading_of_a_new_period_inside_the_gap_starts_the_history_again() -> 
     book.record("plan", QuotaWindow("5h", 90.0, RESET, NOW), NOW)
     book.record("plan", QuotaWindow("5h", 1.0, RESET + 18000, NOW + 5), NOW + 5)
     assert book.history("plan", "5h") == (Reading(NOW + 5, 1.0, RESET + 18000),)
+
+
+def test_a_burst_whose_reset_moves_by_seconds_keeps_one_reading_too() -> None:
+    # A reset sent as seconds from now moves with each answer: the same period, so a burst
+    # inside the gap costs the book a lookup, as a burst with a fixed reset does.
+    book = BurnBook(BOUNDS)
+    for offset, used in ((0, 10.0), (10, 12.0), (20, 14.0)):
+        window = QuotaWindow("1m", used, NOW + 60 + offset, NOW + offset)
+        book.record("key", window, NOW + offset)
+    assert book.history("key", "1m") == (Reading(NOW, 10.0, NOW + 60),)
+    current = QuotaWindow("1m", 14.0, NOW + 80, NOW + 20)
+    (burn,) = book.burns("key", [current], NOW + 20)
+    assert burn.rate_per_hour == pytest.approx(4.0 / 20 * 3600)
+
+
+def test_a_reading_past_the_reset_inside_the_gap_starts_the_history_again() -> None:
+    # Inside the gap and with a reset moved by less than the tolerance, a reading taken
+    # after the reset the history counted towards still begins a new period.
+    book = BurnBook(BOUNDS)
+    book.record("key", QuotaWindow("1m", 50.0, NOW + 10, NOW), NOW)
+    book.record("key", QuotaWindow("1m", 60.0, NOW + 70, NOW + 15), NOW + 15)
+    assert book.history("key", "1m") == (Reading(NOW + 15, 60.0, NOW + 70),)
