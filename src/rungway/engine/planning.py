@@ -135,6 +135,7 @@ class Planner:
         # strategy): with none in the roster, no pin is looked up but a Responses chain's,
         # whose reply pins whichever connection stored it.
         self._any_plans = bool(plan_ids)
+        self._shared_pins = ladder.pins is not None and ladder.pins.shared
         self._waits = ResetWaits(ladder.clock, ladder.settings)
         self._terms = TermsGate(ladder.roster.connections.values() if judge_terms else ())
         self._subscription_connections = [
@@ -171,7 +172,13 @@ class Planner:
         except BadAutoId as error:
             return Refusal(400, str(error), "invalid_auto_id")
         if resolution.auto is not None:
-            planned = await self._auto_plan(call, resolution, client)
+            if resolution.auto.ladder is Ladder.SUBSCRIPTION or self._shared_pins:
+                planned = await self._auto_plan(call, resolution, client)
+            else:
+                # Nothing to wait for (no reading to fetch, no shared pin to ask): planned
+                # here, without a coroutine of its own.
+                session, pinned, _ = self._session(call)
+                planned = self._ladder_plan(call, resolution, client, session, pinned)
             if (
                 gone is None
                 or isinstance(planned, Refusal)
@@ -207,7 +214,9 @@ class Planner:
         name, its plan accounts' pools ordered with the session's pin first."""
         if len(named.route_plan.candidates) < 2:
             return self._without_disabled(named, client)
-        session, pinned = await self._session(call)
+        session, pinned, unseen = self._session(call)
+        if unseen:
+            pinned = await self._recall(session)
         plan = self._without_disabled(named, client, pinned, session)
         if session is not None and plan.session is None:
             # Unchanged, so the plan kept per name: the session rides on a copy of it
@@ -235,7 +244,9 @@ class Planner:
             await self._ladder.verifier.verify(
                 [c for c in self._subscription_connections if not states.get(c, _ENABLED).disabled]
             )
-        session, pinned = await self._session(call)
+        session, pinned, unseen = self._session(call)
+        if unseen:
+            pinned = await self._recall(session)
         return self._ladder_plan(call, resolution, client, session, pinned)
 
     def _without_disabled(
@@ -292,25 +303,30 @@ class Planner:
         routes = [routes_of[c.connection_ids[0], c.model] for c in gated.candidates]
         return Plan.of(named.resolution, routes, gated, session=session)
 
-    async def _session(self, call: Call) -> tuple[str | None, str | None]:
-        """The request's session key and the connection it is pinned to (None, None
-        without session affinity): a pin this process knows is one lookup, and the shared
-        store is asked only for a session this process has not seen."""
+    def _session(self, call: Call) -> tuple[str | None, str | None, bool]:
+        """The request's session key, the connection it is pinned to in this process (None,
+        None without session affinity), and whether the shared store is to be asked: a pin
+        this process knows is one lookup, and the shared store is asked only for a session
+        this process has not seen."""
         pins = self._ladder.pins
         if pins is None:
-            return None, None
+            return None, None, False
         key = session_key(call.api, call.headers, call.body, call.raw_body)
         if key is None:
-            return None, None
+            return None, None, False
         if not self._any_plans and call.api is not Api.OPENAI_RESPONSES:
             # Nothing here can be pinned to it: the key only labels the ledger's row (what
             # a what-if replay follows a conversation by).
-            return key, None
-        now = self._ladder.clock.now()
-        pinned = pins.pinned(key, now)
-        if pinned is None and pins.shared:
-            pinned = await pins.recall(key, now)
-        return key, pinned
+            return key, None, False
+        pinned = pins.pinned(key, self._ladder.clock.now())
+        return key, pinned, pinned is None and pins.shared
+
+    async def _recall(self, key: str | None) -> str | None:
+        """The pin the shared store holds for a session this process has not seen."""
+        pins = self._ladder.pins
+        assert pins is not None
+        assert key is not None
+        return await pins.recall(key, self._ladder.clock.now())
 
     def _ladder_plan(
         self,
