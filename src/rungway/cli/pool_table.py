@@ -14,7 +14,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from rungway.cli.times import STALE, countdown
+from rungway.cli.times import countdown, reset_phrase
 
 _COLUMNS = ("pool", "account", "windows", "burn", "runs out", "pinned", "cache hits")
 
@@ -79,14 +79,7 @@ def _window(window: dict[str, Any], now: float) -> str:
         shown = "? used"
     else:
         shown = f"{used:.0f}% used"
-    resets_at = window["resets_at"]
-    if not resets_at:
-        resets = ""
-    elif resets_at <= now:
-        resets = f", [dim]{STALE}[/]"
-    else:
-        resets = f", resets {countdown(resets_at, now)}"
-    return f"{escape(window['name'])}{scope}: {shown}{resets}"
+    return f"{escape(window['name'])}{scope}: {shown}{reset_phrase(window['resets_at'], now)}"
 
 
 def _burn(window: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from rungway.cli.admin_client import (
     admin_request,
 )
 from rungway.cli.pool_table import pools_table
-from rungway.cli.times import STALE, countdown
+from rungway.cli.times import countdown, reset_phrase
 from rungway.quota.limits import limit_of_detail
 from rungway.routing.rungs import Rung
 
@@ -121,14 +121,7 @@ def _window(window: dict[str, Any], now: float) -> str:
     else:
         color = "red" if used >= 95 else "yellow" if used >= 80 else "green"
         shown = f"[{color}]{used:.0f}% used[/]"
-    resets_at = window["resets_at"]
-    if not resets_at:
-        resets = ""
-    elif resets_at <= now:
-        resets = f", [dim]{STALE}[/]"
-    else:
-        resets = f", resets {countdown(resets_at, now)}"
-    return f"{escape(window['name'])}{scope}: {shown}{resets}"
+    return f"{escape(window['name'])}{scope}: {shown}{reset_phrase(window['resets_at'], now)}"
 
 
 def _cooldown(entry: dict[str, Any], now: float) -> str:

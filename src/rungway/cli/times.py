@@ -22,6 +22,16 @@ def countdown(until: float, now: float) -> str:
     return f"in {time_left(until, now)}"
 
 
+def reset_phrase(resets_at: float | None, now: float) -> str:
+    """What a quota window line says of its reset: `, resets in 2h14m`, the stale note once
+    the instant has passed, or nothing when the reset is unknown."""
+    if not resets_at:
+        return ""
+    if resets_at <= now:
+        return f", [dim]{STALE}[/]"
+    return f", resets {countdown(resets_at, now)}"
+
+
 def time_left(until: float, now: float) -> str:
     """`2h14m`, `5m30s`, `40s` (`0s` once the instant has come)."""
     seconds = max(0, int(until - now))
